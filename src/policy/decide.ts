@@ -1,0 +1,79 @@
+/**
+ * Robots snapshot + request -> {@link Decision}. Pure: no I/O, no clock.
+ * The only place where a robots.txt outcome becomes a verdict and a reason.
+ */
+import { evaluate } from '../robots/match.js';
+import { normalisePath } from '../robots/encoding.js';
+import type { Decision, DecisionReason } from './decision.js';
+import type { RobotsSnapshot } from './snapshot.js';
+
+/** What {@link decide} needs to know about one request. */
+export interface DecisionRequest {
+  /** `scheme://host[:port]`, default port elided. */
+  origin: string;
+  /** Path plus query of the target URL (no fragment), raw or encoded. */
+  pathAndQuery: string;
+  /** Candidate product tokens of the client, in order of preference (from the User-Agent). */
+  productTokens: readonly string[];
+}
+
+/**
+ * Decides one request against the origin's robots snapshot.
+ * - `ok`: the rules decide (RFC 9309 §2.2.2); `/robots.txt` is always allowed.
+ * - `unavailable` (4xx): allow all (§2.3.1.3), reason `robots-unavailable`.
+ * - `unreachable` (5xx, 429, network): disallow all (§2.3.1.4), reason
+ *   `robots-unreachable`, except `/robots.txt` itself.
+ * Crawl-delay comes from the group that applied (extension, §2.2.4).
+ * Pure; never throws.
+ */
+export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
+  const base = { origin: request.origin, snapshot: snapshot.info };
+  if (snapshot.info.state === 'ok' && snapshot.robots !== null) {
+    const r = evaluate(snapshot.robots, request.productTokens, request.pathAndQuery);
+    return {
+      ...base,
+      verdict: r.allowed ? 'allow' : 'deny',
+      reason: r.outcome,
+      path: r.path,
+      productToken: r.productToken ?? null,
+      group: r.group?.productToken ?? null,
+      rule: r.rule ? { kind: r.rule.kind, pattern: r.rule.pattern, line: r.rule.line } : null,
+      crawlDelaySeconds: r.group?.crawlDelaySeconds ?? null,
+    };
+  }
+  const path = normalisePath(request.pathAndQuery.length === 0 ? '/' : request.pathAndQuery);
+  const isRobotsTxt = path === '/robots.txt' || path.startsWith('/robots.txt?');
+  const reason: DecisionReason = isRobotsTxt ? 'robots-txt-itself' : snapshot.info.state === 'unreachable' ? 'robots-unreachable' : 'robots-unavailable';
+  return {
+    ...base,
+    verdict: reason === 'robots-unreachable' ? 'deny' : 'allow',
+    reason,
+    path,
+    productToken: null,
+    group: null,
+    rule: null,
+    crawlDelaySeconds: null,
+  };
+}
+
+/**
+ * A decision made before any robots.txt is consulted (bad request, private
+ * target, client not allowed, queue full, ...). Pure.
+ */
+export function decideWithoutRobots(
+  reason: DecisionReason,
+  fields: { origin?: string; path?: string; detail?: string; verdict?: 'allow' | 'deny' } = {},
+): Decision {
+  return {
+    verdict: fields.verdict ?? 'deny',
+    reason,
+    origin: fields.origin ?? '',
+    path: fields.path ?? '',
+    productToken: null,
+    group: null,
+    rule: null,
+    crawlDelaySeconds: null,
+    snapshot: null,
+    ...(fields.detail !== undefined ? { detail: fields.detail } : {}),
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * The Decision: one object that carries the verdict for a request, and its
+ * reason, from the matcher to every place that shows it (the 403 body, the
+ * `X-Robots-Proxy-Decision` header, the log line, the metrics labels, the
+ * admin `explain` answer). Nobody re-derives the reason.
+ */
+import type { RuleKind } from '../robots/types.js';
+
+/**
+ * Why a request was allowed or refused. A closed set: it is a metrics label.
+ * - `rule-allow` / `rule-disallow`: a rule matched (RFC 9309 §2.2.2).
+ * - `no-matching-rule`: a group applied but no rule matched, or no group applied (allowed).
+ * - `robots-txt-itself`: the request is for `/robots.txt`, always allowed (§2.2.2).
+ * - `robots-unavailable`: robots.txt answered 4xx (or too many redirects): allow all (§2.3.1.3).
+ * - `robots-unreachable`: 5xx, 429, timeout or network error: disallow all (§2.3.1.4).
+ * - `operator-policy`: the operator's configuration decided.
+ * - `target-private-network`: the target resolves to a loopback/private/link-local address.
+ * - `client-not-allowed`: the client may not use this proxy.
+ * - `queue-full`: the per-origin queue is full or the wait would exceed `pacing.maxWait`.
+ * - `bad-request`: not a proxy request (no absolute URL, bad host).
+ * - `upstream-error`: allowed, but the upstream failed or timed out.
+ * - `misdirected`: inside a TLS tunnel, the Host header disagrees with the CONNECT target.
+ * - `tunnel-denied`: CONNECT refused because `https.mode` is `deny`.
+ */
+export type DecisionReason =
+  | 'rule-allow'
+  | 'rule-disallow'
+  | 'no-matching-rule'
+  | 'robots-txt-itself'
+  | 'robots-unavailable'
+  | 'robots-unreachable'
+  | 'operator-policy'
+  | 'target-private-network'
+  | 'client-not-allowed'
+  | 'queue-full'
+  | 'bad-request'
+  | 'upstream-error'
+  | 'misdirected'
+  | 'tunnel-denied';
+
+/** Every {@link DecisionReason}, for metrics pre-registration and validation. */
+export const DECISION_REASONS: readonly DecisionReason[] = [
+  'rule-allow',
+  'rule-disallow',
+  'no-matching-rule',
+  'robots-txt-itself',
+  'robots-unavailable',
+  'robots-unreachable',
+  'operator-policy',
+  'target-private-network',
+  'client-not-allowed',
+  'queue-full',
+  'bad-request',
+  'upstream-error',
+  'misdirected',
+  'tunnel-denied',
+];
+
+/** `allow` or `deny`. */
+export type Verdict = 'allow' | 'deny';
+
+/** The rule that decided, as written in the file (RFC 9309 §2.2.2). */
+export interface MatchedRule {
+  kind: RuleKind;
+  /** Normalised pattern (see `Rule.pattern`). */
+  pattern: string;
+  /** 1-based line in robots.txt. */
+  line: number;
+}
+
+/** How the robots snapshot the decision used was obtained. */
+export interface SnapshotInfo {
+  /** `scheme://host[:port]/robots.txt` actually requested first. */
+  url: string;
+  /** `ok` (2xx parsed), `unavailable` (4xx: allow all), `unreachable` (5xx/429/network: disallow all). */
+  state: 'ok' | 'unavailable' | 'unreachable';
+  /** Final HTTP status seen, or undefined for a network error / timeout. */
+  status: number | undefined;
+  /** Error code for a network failure (e.g. `ECONNREFUSED`, `timeout`, `too-many-redirects`). */
+  error: string | undefined;
+  /** When the snapshot was fetched, ms since epoch. */
+  fetchedAtMs: number;
+  /** When it expires, ms since epoch. */
+  expiresAtMs: number;
+  /** Body bytes parsed. */
+  bytes: number;
+  /** True when the body exceeded `robots.maxBytes` and the rest was ignored. */
+  truncated: boolean;
+}
+
+/** The verdict for one request with everything that explains it. */
+export interface Decision {
+  verdict: Verdict;
+  reason: DecisionReason;
+  /** `scheme://host[:port]` (default port elided), or `''` when the request had no valid target. */
+  origin: string;
+  /** Path plus query that was tested, percent-encoding normalised. */
+  path: string;
+  /** The product token that chose the group, or null when none did (the `*` group or no group applied). */
+  productToken: string | null;
+  /** The group that applied: its product token as written, `*`, or null when none applied. */
+  group: string | null;
+  /** The winning rule, or null. */
+  rule: MatchedRule | null;
+  /** Crawl-delay in seconds from the group that applied (extension, §2.2.4), or null. */
+  crawlDelaySeconds: number | null;
+  /** The robots snapshot used, or null when none was needed or available. */
+  snapshot: SnapshotInfo | null;
+  /** Human-readable detail for reasons without a rule (e.g. the upstream error). */
+  detail?: string;
+}

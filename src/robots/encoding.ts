@@ -1,0 +1,127 @@
+/**
+ * Percent-encoding normalisation of paths and rule patterns (RFC 9309 §2.2.2),
+ * and extraction of the path the rules are matched against. Pure.
+ *
+ * Both sides of a match go through {@link normaliseOctets}, so a pattern and a
+ * path that name the same resource compare equal however each was written:
+ * - raw octets outside printable ASCII (>= 0x80, controls, space) become `%XX`;
+ * - `%xx` hex is upper-cased (`%2f` -> `%2F`);
+ * - an encoded unreserved octet (RFC 3986 §2.3: ALPHA DIGIT - . _ ~) is decoded
+ *   (`%7E` -> `~`), as §2.2.2 requires; reserved ones stay encoded (`%2F` stays);
+ * - a `%` not followed by two hex digits becomes `%25`.
+ *
+ * The reference matcher does only the first two steps; see the skip table in
+ * test/robots/conformance.test.ts for the three vectors where that differs.
+ */
+
+const HEX = '0123456789ABCDEF';
+
+/** Value of an ASCII hex digit, or -1. */
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  if (code >= 0x41 && code <= 0x46) return code - 0x37;
+  if (code >= 0x61 && code <= 0x66) return code - 0x57;
+  return -1;
+}
+
+/** RFC 3986 §2.3 unreserved. */
+function isUnreserved(code: number): boolean {
+  return (
+    (code >= 0x41 && code <= 0x5a) || // A-Z
+    (code >= 0x61 && code <= 0x7a) || // a-z
+    (code >= 0x30 && code <= 0x39) || // 0-9
+    code === 0x2d || code === 0x2e || code === 0x5f || code === 0x7e // - . _ ~
+  );
+}
+
+/** True when the octet must be written as `%XX`. */
+function needsEncoding(code: number): boolean {
+  return code <= 0x20 || code >= 0x7f;
+}
+
+/**
+ * Normalises an octet string (one char per octet, codes 0..255, as produced by
+ * a latin1 decode) as described in the module comment. Returns pure ASCII.
+ * Pure; never throws. RFC 9309 §2.2.2.
+ */
+export function normaliseOctets(octets: string): string {
+  const n = octets.length;
+  // Fast path: most paths and patterns need no change.
+  let i = 0;
+  for (; i < n; i++) {
+    const c = octets.charCodeAt(i);
+    if (c === 0x25 || needsEncoding(c)) break;
+  }
+  if (i === n) return octets;
+
+  let out = octets.slice(0, i);
+  for (; i < n; i++) {
+    const c = octets.charCodeAt(i);
+    if (c === 0x25) {
+      const hi = i + 2 < n ? hexValue(octets.charCodeAt(i + 1)) : -1;
+      const lo = hi >= 0 ? hexValue(octets.charCodeAt(i + 2)) : -1;
+      if (lo < 0) {
+        out += '%25';
+        continue;
+      }
+      const value = hi * 16 + lo;
+      out += isUnreserved(value) ? String.fromCharCode(value) : '%' + HEX[hi] + HEX[lo];
+      i += 2;
+    } else if (needsEncoding(c)) {
+      out += '%' + HEX[(c >> 4) & 0xf] + HEX[c & 0xf];
+    } else {
+      out += octets[i];
+    }
+  }
+  return out;
+}
+
+/** True when every char of `s` is below U+0080. */
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
+/**
+ * Normalises a path (JavaScript string, possibly holding non-ASCII
+ * characters, which are taken as UTF-8) for matching. RFC 9309 §2.2.2.
+ * Pure; never throws (lone surrogates become U+FFFD).
+ */
+export function normalisePath(path: string): string {
+  if (isAscii(path)) return normaliseOctets(path);
+  return normaliseOctets(Buffer.from(path, 'utf8').toString('latin1'));
+}
+
+/**
+ * Extracts path, params and query from a URL, dropping scheme, authority and
+ * fragment; the result always starts with `/` (it is `/` when the URL has no
+ * path). Follows the reference matcher's `GetPathParamsQuery`, so relative and
+ * scheme-less inputs behave as the reference does. Not normalised.
+ * Pure; never throws. RFC 9309 §2.2.2 ("the path ... including the query").
+ */
+export function extractPathAndQuery(url: string): string {
+  let searchStart = 0;
+  if (url.length >= 2 && url[0] === '/' && url[1] === '/') searchStart = 2;
+
+  const earlyPath = firstOf(url, searchStart);
+  let protocolEnd = url.indexOf('://', searchStart);
+  if (earlyPath !== -1 && (protocolEnd === -1 || earlyPath < protocolEnd)) protocolEnd = -1;
+  protocolEnd = protocolEnd === -1 ? searchStart : protocolEnd + 3;
+
+  const pathStart = firstOf(url, protocolEnd);
+  if (pathStart === -1) return '/';
+  const hash = url.indexOf('#', searchStart);
+  if (hash !== -1 && hash < pathStart) return '/';
+  const pathEnd = hash === -1 ? url.length : hash;
+  const path = url.slice(pathStart, pathEnd);
+  return url[pathStart] === '/' ? path : '/' + path;
+}
+
+/** Index of the first of `/`, `?`, `;` at or after `from`, or -1. */
+function firstOf(s: string, from: number): number {
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x2f || c === 0x3f || c === 0x3b) return i;
+  }
+  return -1;
+}

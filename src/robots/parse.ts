@@ -1,0 +1,288 @@
+/**
+ * robots.txt bytes -> {@link RobotsTxt} (RFC 9309 §2.2), reading real files as
+ * leniently as the reference parser (github.com/google/robotstxt). Pure: no
+ * I/O, no clock. Never throws, whatever the bytes.
+ */
+import { normaliseOctets } from './encoding.js';
+import type { Group, MergedGroup, ParseWarning, RequestRate, RobotsTxt, Rule } from './types.js';
+
+/** RFC 9309 §2.5: "a parsing limit MUST be at least 500 kibibytes". */
+export const DEFAULT_MAX_ROBOTS_BYTES = 500 * 1024;
+
+/**
+ * Longest line kept, in octets; the rest of a longer line is ignored. The
+ * reference keeps 2083 * 8 - 1 octets ("many times the max URL length").
+ */
+export const MAX_LINE_OCTETS = 2083 * 8 - 1;
+
+/** Warnings kept per file; a garbage body must not cost unbounded memory. */
+const MAX_WARNINGS = 100;
+
+/** Options of {@link parseRobotsTxt}. */
+export interface ParseOptions {
+  /**
+   * Octets parsed; content beyond is ignored and the result marked truncated.
+   * A line cut by the limit is dropped whole. @default 512000 (500 KiB, RFC 9309 §2.5)
+   */
+  maxBytes?: number;
+}
+
+type Directive = 'user-agent' | 'allow' | 'disallow' | 'sitemap' | 'crawl-delay' | 'request-rate' | 'unknown';
+
+/**
+ * Parses a robots.txt body.
+ *
+ * - Input: the raw body (bytes), or a string, taken as UTF-8.
+ * - Lines end at LF, CRLF or a lone CR; a NUL ends the line's content; a
+ *   UTF-8 byte order mark (or a prefix of one) at the very start is skipped.
+ * - `#` starts a comment anywhere. Keys are case-insensitive and accept the
+ *   reference's typos (`useragent`, `user agent`, `disalow`, `dissallow`, ...);
+ *   a line without a colon is accepted when it holds exactly two tokens.
+ * - Groups (§2.2.1): `user-agent` lines open a group; the group is closed by
+ *   the first `user-agent` line after an `allow`/`disallow`. Blank lines,
+ *   comments, sitemaps and unknown lines do not end a group.
+ * - `crawl-delay` (extension, §2.2.4): decimal seconds, fractions included;
+ *   `request-rate` (extension, not in RFC 9309): `n/seconds[smh]`.
+ *
+ * Pure; never throws.
+ */
+export function parseRobotsTxt(body: Uint8Array | string, options: ParseOptions = {}): RobotsTxt {
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_ROBOTS_BYTES;
+  const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  const truncated = bytes.length > maxBytes;
+  const parsedBytes = truncated ? bytes.subarray(0, maxBytes) : bytes;
+  // latin1: one char per octet, so pattern lengths are octet counts (§2.2.2).
+  const text = Buffer.from(parsedBytes.buffer, parsedBytes.byteOffset, parsedBytes.byteLength).toString('latin1');
+
+  const builder = new RobotsBuilder();
+  let lineNumber = 0;
+  let start = skipBom(text);
+  const n = text.length;
+  let i = start;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x0a || c === 0x0d) {
+      builder.line(++lineNumber, text, start, i);
+      if (c === 0x0d && i + 1 < n && text.charCodeAt(i + 1) === 0x0a) i++;
+      start = i + 1;
+    }
+    i++;
+  }
+  // The last line: dropped when the limit cut it, since its end is unknown.
+  if (!truncated || start === n) builder.line(++lineNumber, text, start, n);
+  if (truncated) builder.warn(lineNumber, 'truncated', `robots.txt is longer than ${maxBytes} bytes; the rest is ignored (RFC 9309 §2.5)`);
+  return builder.finish(lineNumber, parsedBytes.length, truncated);
+}
+
+/** Index after a UTF-8 BOM, or after the part of one the body starts with. */
+function skipBom(text: string): number {
+  const bom = [0xef, 0xbb, 0xbf];
+  let i = 0;
+  while (i < bom.length && i < text.length && text.charCodeAt(i) === bom[i]) i++;
+  return i;
+}
+
+function isSpace(code: number): boolean {
+  // absl::ascii_isspace: space, \t, \n, \v, \f, \r.
+  return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+}
+
+/** Recognises a key, with the reference's typos (RFC 9309 §2.2; reference ParsedRobotsKey). */
+function classifyKey(key: string): Directive {
+  const k = key.toLowerCase();
+  if (k.startsWith('user-agent') || k.startsWith('useragent') || k.startsWith('user agent')) return 'user-agent';
+  if (k.startsWith('allow')) return 'allow';
+  if (
+    k.startsWith('disallow') ||
+    k.startsWith('dissallow') ||
+    k.startsWith('dissalow') ||
+    k.startsWith('disalow') ||
+    k.startsWith('diasllow') ||
+    k.startsWith('disallaw')
+  ) {
+    return 'disallow';
+  }
+  if (k.startsWith('sitemap') || k.startsWith('site-map')) return 'sitemap';
+  if (k === 'crawl-delay' || k === 'crawldelay' || k === 'crawl delay' || k === 'crawl_delay') return 'crawl-delay';
+  if (k === 'request-rate' || k === 'requestrate' || k === 'request rate') return 'request-rate';
+  return 'unknown';
+}
+
+/** Decimal seconds: `10`, `0.05`, `.5`, `2.`; anything else is invalid. */
+const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
+/** `1/5`, `1/5s`, `3/1m`, `10/1h` (extension). */
+const RATE = /^(\d+)\s*\/\s*(\d+(?:\.\d+)?)\s*([smh]?)\b/i;
+
+/** Accumulates lines into groups. One instance per parse. */
+class RobotsBuilder {
+  private readonly groups: Group[] = [];
+  private readonly sitemaps: string[] = [];
+  private readonly warnings: ParseWarning[] = [];
+  private current: Group | undefined;
+  /** True once the current group has an allow/disallow: the next user-agent opens a new group. */
+  private hasRules = false;
+
+  warn(line: number, code: string, message: string): void {
+    if (this.warnings.length < MAX_WARNINGS) this.warnings.push({ line, code, message });
+  }
+
+  /** Parses one line, `text[start, end)`, and records it. */
+  line(lineNumber: number, text: string, start: number, end: number): void {
+    if (end - start > MAX_LINE_OCTETS) {
+      this.warn(lineNumber, 'line-too-long', `line longer than ${MAX_LINE_OCTETS} bytes; the rest of it is ignored`);
+      end = start + MAX_LINE_OCTETS;
+    }
+    let raw = text.slice(start, end);
+    const nul = raw.indexOf('\0');
+    if (nul !== -1) raw = raw.slice(0, nul);
+    const hash = raw.indexOf('#');
+    if (hash !== -1) raw = raw.slice(0, hash);
+    const line = trim(raw);
+    if (line.length === 0) return;
+
+    let sep = line.indexOf(':');
+    let valueStart: number;
+    if (sep === -1) {
+      // Reference leniency: "key value" without a colon, exactly two tokens.
+      sep = findSpace(line, 0);
+      if (sep === -1) return this.warn(lineNumber, 'invalid-line', 'line has no key and value');
+      valueStart = sep;
+      while (valueStart < line.length && isSpace(line.charCodeAt(valueStart))) valueStart++;
+      if (findSpace(line, valueStart) !== -1) return this.warn(lineNumber, 'invalid-line', 'line has no colon and more than two tokens');
+    } else {
+      valueStart = sep + 1;
+    }
+    const key = trim(line.slice(0, sep));
+    if (key.length === 0) return this.warn(lineNumber, 'invalid-line', 'line has an empty key');
+    const value = trim(line.slice(valueStart));
+    this.record(lineNumber, classifyKey(key), key, value);
+  }
+
+  private record(line: number, directive: Directive, key: string, value: string): void {
+    switch (directive) {
+      case 'user-agent': {
+        if (this.current === undefined || this.hasRules) {
+          this.current = { productTokens: [], rules: [], crawlDelaySeconds: undefined, requestRate: undefined, line };
+          this.groups.push(this.current);
+          this.hasRules = false;
+        }
+        const token = productTokenOf(value);
+        if (token.length === 0) this.warn(line, 'invalid-user-agent', `user-agent value "${utf8(value)}" names no product token`);
+        else this.current.productTokens.push(token);
+        return;
+      }
+      case 'allow':
+      case 'disallow': {
+        if (this.current === undefined) return this.warn(line, 'rule-outside-group', `${directive} before any user-agent line is ignored`);
+        this.hasRules = true;
+        this.current.rules.push({ kind: directive, pattern: normaliseOctets(value), line });
+        return;
+      }
+      case 'sitemap':
+        if (value.length > 0) this.sitemaps.push(utf8(value));
+        return;
+      case 'crawl-delay': {
+        if (this.current === undefined) return this.warn(line, 'rule-outside-group', 'crawl-delay before any user-agent line is ignored');
+        const seconds = DECIMAL.test(value) ? Number(value) : NaN;
+        if (!Number.isFinite(seconds)) return this.warn(line, 'invalid-crawl-delay', `crawl-delay "${utf8(value)}" is not a non-negative decimal number of seconds`);
+        this.current.crawlDelaySeconds = Math.max(this.current.crawlDelaySeconds ?? 0, seconds);
+        return;
+      }
+      case 'request-rate': {
+        if (this.current === undefined) return this.warn(line, 'rule-outside-group', 'request-rate before any user-agent line is ignored');
+        const rate = parseRequestRate(value);
+        if (rate === undefined) return this.warn(line, 'invalid-request-rate', `request-rate "${utf8(value)}" is not of the form n/seconds`);
+        this.current.requestRate ??= rate;
+        return;
+      }
+      case 'unknown':
+        return this.warn(line, 'unknown-directive', `unknown directive "${utf8(key)}" ignored`);
+    }
+  }
+
+  finish(lineCount: number, bytesParsed: number, truncated: boolean): RobotsTxt {
+    return {
+      groups: this.groups,
+      groupsByToken: mergeGroups(this.groups),
+      sitemaps: this.sitemaps,
+      warnings: this.warnings,
+      lineCount,
+      bytesParsed,
+      truncated,
+    };
+  }
+}
+
+/**
+ * The product token a `user-agent` value names: `*` when it is `*` alone or
+ * followed by whitespace (reference), else its leading `[A-Za-z_-]` run
+ * (RFC 9309 §2.2.1), possibly empty.
+ */
+export function productTokenOf(value: string): string {
+  if (value.charCodeAt(0) === 0x2a && (value.length === 1 || isSpace(value.charCodeAt(1)))) return '*';
+  let end = 0;
+  while (end < value.length) {
+    const c = value.charCodeAt(end);
+    if ((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2d || c === 0x5f) end++;
+    else break;
+  }
+  return value.slice(0, end);
+}
+
+/** Parses `n/seconds` with an optional `s`, `m` or `h` unit (extension, not in RFC 9309). */
+function parseRequestRate(value: string): RequestRate | undefined {
+  const m = RATE.exec(value);
+  if (m === null) return undefined;
+  const requests = Number(m[1]);
+  const unit = (m[3] ?? '').toLowerCase();
+  const seconds = Number(m[2]) * (unit === 'm' ? 60 : unit === 'h' ? 3600 : 1);
+  if (!(requests > 0) || !(seconds > 0) || !Number.isFinite(seconds)) return undefined;
+  return { requests, seconds };
+}
+
+/** Merges the groups that name the same product token, case-insensitively (RFC 9309 §2.2.1). */
+function mergeGroups(groups: readonly Group[]): Map<string, MergedGroup> {
+  const merged = new Map<string, MergedGroup>();
+  for (const group of groups) {
+    for (const token of group.productTokens) {
+      const key = token.toLowerCase();
+      let entry = merged.get(key);
+      if (entry === undefined) {
+        entry = { productToken: token, rules: [], crawlDelaySeconds: undefined, requestRate: undefined, lines: [] };
+        merged.set(key, entry);
+      }
+      // The same group may name a token twice; merge its rules once.
+      if (entry.lines.includes(group.line)) continue;
+      entry.lines.push(group.line);
+      for (const rule of group.rules) entry.rules.push(rule);
+      if (group.crawlDelaySeconds !== undefined) {
+        entry.crawlDelaySeconds = Math.max(entry.crawlDelaySeconds ?? 0, group.crawlDelaySeconds);
+      }
+      entry.requestRate ??= group.requestRate;
+    }
+  }
+  return merged;
+}
+
+function trim(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && isSpace(s.charCodeAt(a))) a++;
+  while (b > a && isSpace(s.charCodeAt(b - 1))) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
+}
+
+function findSpace(s: string, from: number): number {
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x20 || c === 0x09) return i;
+  }
+  return -1;
+}
+
+/** Decodes an octet string as UTF-8 for display (invalid sequences become U+FFFD). */
+function utf8(octets: string): string {
+  return Buffer.from(octets, 'latin1').toString('utf8');
+}
+
+export type { Rule };

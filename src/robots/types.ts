@@ -1,0 +1,89 @@
+/**
+ * The parsed form of one robots.txt file (RFC 9309 §2.2). Produced once by
+ * `parseRobotsTxt`, read many times by `matchRule` / `evaluate`. Plain data.
+ */
+
+/** `allow` or `disallow` (RFC 9309 §2.2.2). */
+export type RuleKind = 'allow' | 'disallow';
+
+/** One `allow` / `disallow` line (RFC 9309 §2.2.2). */
+export interface Rule {
+  kind: RuleKind;
+  /**
+   * The path pattern, percent-encoding normalised (§2.2.2): raw non-ASCII
+   * octets encoded, hex upper-cased, encoded unreserved octets decoded.
+   * May contain `*` and a final `$` (§2.2.3). Its length in octets is the
+   * rule's match priority.
+   */
+  pattern: string;
+  /** 1-based line number in the robots.txt body. */
+  line: number;
+}
+
+/** Request-rate extension (not in RFC 9309): `requests` per `seconds`. */
+export interface RequestRate {
+  requests: number;
+  seconds: number;
+}
+
+/**
+ * A group as written: one or more `user-agent` lines and the records after
+ * them (RFC 9309 §2.2.1).
+ */
+export interface Group {
+  /**
+   * The product tokens the group names, as written after cutting each
+   * `user-agent` value to its leading `[A-Za-z_-]` run; `*` for the global group.
+   */
+  productTokens: string[];
+  rules: Rule[];
+  /** Crawl-delay in seconds, fractions allowed (extension, §2.2.4); undefined when absent or invalid. */
+  crawlDelaySeconds: number | undefined;
+  /** Request-rate (extension, not in RFC 9309); undefined when absent or invalid. */
+  requestRate: RequestRate | undefined;
+  /** Line of the group's first `user-agent` line. */
+  line: number;
+}
+
+/**
+ * All groups that name one product token, merged (RFC 9309 §2.2.1: "If there
+ * is more than one group matching the user-agent, the matching groups' rules
+ * MUST be combined into one group").
+ */
+export interface MergedGroup {
+  /** The product token as first written in the file (or `*`). */
+  productToken: string;
+  /** The rules of every group naming the token, in file order. */
+  rules: Rule[];
+  /** Largest crawl-delay in seconds among the merged groups (the most polite reading); undefined when none. */
+  crawlDelaySeconds: number | undefined;
+  /** Request-rate of the first merged group that declares one. */
+  requestRate: RequestRate | undefined;
+  /** Lines of the `user-agent` lines that opened each merged group. */
+  lines: number[];
+}
+
+/** A non-fatal observation made while parsing (unknown directive, bad crawl-delay, ...). */
+export interface ParseWarning {
+  line: number;
+  /** Stable code, e.g. `invalid-crawl-delay`, `unknown-directive`, `rule-outside-group`, `line-too-long`, `truncated`. */
+  code: string;
+  message: string;
+}
+
+/** The result of parsing one robots.txt body. */
+export interface RobotsTxt {
+  /** Groups in file order, as written. */
+  groups: Group[];
+  /** Merged groups by lower-cased product token; `*` is the global group. */
+  groupsByToken: ReadonlyMap<string, MergedGroup>;
+  /** Sitemap URLs, in file order (§2.2.4). */
+  sitemaps: string[];
+  warnings: ParseWarning[];
+  /** Number of lines seen. */
+  lineCount: number;
+  /** Bytes of the body that were parsed (at most the limit). */
+  bytesParsed: number;
+  /** True when the body was longer than the limit and the rest was ignored (§2.5). */
+  truncated: boolean;
+}

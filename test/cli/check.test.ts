@@ -1,0 +1,96 @@
+/** `robots-proxy check` as a real child process, the way a user runs it. */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = join(root, 'src/cli.ts');
+
+function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+describe('robots-proxy check', () => {
+  let dir: string;
+  let robotsFile: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'robots-check-'));
+    robotsFile = join(dir, 'robots.txt');
+    writeFileSync(robotsFile, 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\nAllow: /public/\nCrawl-delay: 2.5\n');
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints one line per URL with verdict, token, group, rule, line and crawl-delay', async () => {
+    const ua = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)';
+    const r = await run(['check', '--robots', robotsFile, '--user-agent', ua, 'https://example.com/public/a', 'https://example.com/x']);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.equal(lines.length, 2);
+    assert.match(lines[0]!, /^ALLOWED .*reason=rule-allow .*token=GPTBot .*group=GPTBot .*"allow: \/public\/" line=6 .*crawl-delay=2.5s/);
+    assert.match(lines[1]!, /^DISALLOWED .*reason=rule-disallow .*"disallow: \/" line=5/);
+  });
+
+  it('uses a bare --token and the * group for unknown tokens', async () => {
+    const r = await run(['check', '--robots', robotsFile, '--token', 'OtherBot', '--json', 'http://example.com/private/x']);
+    assert.equal(r.code, 0, r.stderr);
+    const answer = JSON.parse(r.stdout);
+    assert.equal(answer.allowed, false);
+    assert.equal(answer.group, '*');
+    assert.equal(answer.token, null);
+    assert.deepEqual(answer.rule, { kind: 'disallow', pattern: '/private/', line: 2 });
+  });
+
+  it('answers JSON lines in order, with an error object for malformed lines', async () => {
+    const robots = 'User-agent: FooBot\nDisallow: /x\nCrawl-delay: .5\n';
+    const input = [
+      JSON.stringify({ robots, url: 'http://a.example/x/y', token: 'FooBot' }),
+      '{not json',
+      JSON.stringify({ robots, url: 'http://a.example/z', userAgent: 'FooBot/1.0 (+http://foo)' }),
+      JSON.stringify({ robots, url: 'not a url', token: 'FooBot' }),
+      JSON.stringify({ robots, url: 'http://a.example/x' }),
+    ].join('\n');
+    const r = await run(['check', '--jsonl'], input + '\n');
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(out.length, 5);
+    assert.deepEqual(out[0], { allowed: false, reason: 'rule-disallow', token: 'FooBot', group: 'FooBot', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: 0.5 });
+    assert.ok(typeof out[1].error === 'string');
+    assert.deepEqual(out[2], { allowed: true, reason: 'no-matching-rule', token: 'FooBot', group: 'FooBot', rule: null, crawlDelay: 0.5 });
+    assert.ok(typeof out[3].error === 'string');
+    assert.match(out[4].error, /userAgent|token/);
+  });
+
+  it('handles 10,000 JSON-lines cases in one run', async () => {
+    const robots = 'User-agent: *\nDisallow: /a\nAllow: /a/b\n';
+    const input = Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ robots, url: `http://h.example/a/${i % 3 === 0 ? 'b' : 'c'}/${i}`, token: 'x' })).join('\n');
+    const r = await run(['check', '--jsonl'], input);
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.stdout.trim().split('\n');
+    assert.equal(out.length, 10_000);
+    assert.equal(JSON.parse(out[3]!).allowed, true);
+    assert.equal(JSON.parse(out[4]!).allowed, false);
+  });
+
+  it('fails with exit code 2 and a clear message on bad usage', async () => {
+    const missing = await run(['check', '--robots', join(dir, 'nope.txt'), '--token', 'x', 'http://a/']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /cannot read robots file/);
+    const noAgent = await run(['check', '--robots', robotsFile, 'http://a/']);
+    assert.equal(noAgent.code, 2);
+    const badFlag = await run(['check', '--robot', robotsFile]);
+    assert.equal(badFlag.code, 2);
+  });
+});
