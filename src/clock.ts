@@ -12,9 +12,10 @@ export interface Clock {
   clearTimer(handle: unknown): void;
 }
 
-/** The real clock: `Date.now()` and Node timers (unref'd, so they never keep the process alive). */
+/** The real clock: `performance.timeOrigin + performance.now()` and Node timers (unref'd, so they never keep the process alive). */
 export const systemClock: Clock = {
-  nowMs: () => Date.now(),
+  // Monotonic (immune to wall-clock jumps) yet on the epoch scale, with sub-millisecond precision.
+  nowMs: () => performance.timeOrigin + performance.now(),
   setTimer: (fn, delayMs) => {
     const t = setTimeout(fn, Math.max(0, delayMs));
     t.unref();

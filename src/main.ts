@@ -1,7 +1,31 @@
 /**
- * Composition root: the only place that wires real servers.
+ * Composition root: the only place that wires real servers. `serve` loads the
+ * configuration, builds every collaborator and starts the proxy and admin
+ * listeners; `startProxy` does the same from a validated Config (tests use it
+ * with port 0).
  */
-import { UsageError } from './errors.js';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import { Agent } from 'undici';
+import { rootCertificates } from 'node:tls';
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from './clock.js';
+import { loadConfig, type Config } from './config/index.js';
+import { RobotsCache, RobotsFetcher } from './cache/index.js';
+import { Pacer } from './pacing/index.js';
+import { createLogger, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
+import { AdminServer } from './admin/index.js';
+import { UpstreamForwarder } from './proxy/forwarder.js';
+import { TargetGuard, createGuardedLookup } from './proxy/target-guard.js';
+import { makeViaPseudonym } from './proxy/headers.js';
+import { RequestPipeline } from './proxy/pipeline.js';
+import { ConnectHandler } from './proxy/connect.js';
+import { UpgradeRelay } from './proxy/upgrade.js';
+import { ProxyServer } from './proxy/proxy-server.js';
+import { loadOrCreateCa, type CaMaterial } from './proxy/tls/certificate-authority.js';
+import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
+import { CertificateError, ConfigError } from './errors.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -9,12 +33,200 @@ export interface ServeOptions {
   configPath: string;
 }
 
-/** Runs the proxy. Not wired yet in this increment: throws {@link UsageError}. */
-export async function serve(_options: ServeOptions): Promise<void> {
-  throw new UsageError('serve is not available in this build yet (issue #3); use "robots-proxy check"');
+/** A running proxy, as returned by {@link startProxy}. */
+export interface RunningProxy {
+  /** Bound address of the proxy listener. */
+  proxyAddress: AddressInfo;
+  /** Bound address of the admin listener, or undefined when disabled. */
+  adminAddress: AddressInfo | undefined;
+  /** The interception CA, or undefined when `https.mode` is not `intercept`. */
+  ca: CaMaterial | undefined;
+  metrics: ProxyMetrics;
+  robotsCache: RobotsCache;
+  pacer: Pacer;
+  pipeline: RequestPipeline;
+  /** Stops both listeners and releases every pool, timer and socket. */
+  close(): Promise<void>;
 }
 
-/** Prints the interception CA. Not wired yet in this increment: throws {@link UsageError}. */
-export async function printCa(_options: ServeOptions): Promise<void> {
-  throw new UsageError('ca is not available in this build yet (issue #4)');
+/** Collaborators a test may replace. */
+export interface StartOptions {
+  clock?: Clock;
+  logger?: Logger;
 }
+
+function readExtraCas(config: Config): string[] {
+  if (!config.upstream.caFile) return [];
+  try {
+    return [readFileSync(resolve(config.upstream.caFile), 'utf8')];
+  } catch (err) {
+    throw new ConfigError(`upstream.caFile: cannot read ${config.upstream.caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { key: 'upstream.caFile' }, { cause: err });
+  }
+}
+
+/** Loads or creates the interception CA named by the config. @throws {CertificateError} */
+export async function loadCa(config: Config, logger?: Logger): Promise<CaMaterial> {
+  return loadOrCreateCa({
+    stateDir: resolve(config.stateDir),
+    ...(config.https.caCert ? { caCertPath: resolve(config.https.caCert) } : {}),
+    ...(config.https.caKey ? { caKeyPath: resolve(config.https.caKey) } : {}),
+    ...(logger ? { logger } : {}),
+  });
+}
+
+/**
+ * Builds and starts the proxy from a validated config.
+ * @throws {ConfigError} for an unreadable `upstream.caFile`; {@link CertificateError}
+ *   for bad CA material; listen errors (`EADDRINUSE`) as they come.
+ */
+export async function startProxy(config: Config, options: StartOptions = {}): Promise<RunningProxy> {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger({ level: config.log.level });
+  const extraCaPems = readExtraCas(config);
+  const lookup = createGuardedLookup(config.upstream.allowPrivateNetworks);
+  const guard = new TargetGuard(config.upstream.allowPrivateNetworks);
+  const viaPseudonym = makeViaPseudonym();
+
+  const robotsAgent = new Agent({
+    connect: {
+      timeout: config.upstream.connectTimeoutMs,
+      lookup,
+      ...(extraCaPems.length > 0 ? { ca: [...rootCertificates, ...extraCaPems] } : {}),
+    },
+  });
+  let metrics: ProxyMetrics | undefined;
+  const fetcher = new RobotsFetcher({
+    userAgent: config.robots.userAgent,
+    ttlMs: config.robots.ttlMs,
+    minTtlMs: config.robots.minTtlMs,
+    errorRetryMs: config.robots.errorRetryMs,
+    errorRetryMaxMs: config.robots.errorRetryMaxMs,
+    maxBytes: config.robots.maxBytes,
+    maxRedirects: config.robots.maxRedirects,
+    timeoutMs: config.robots.timeoutMs,
+    dispatcher: robotsAgent,
+    clock,
+  });
+  const robotsCache = new RobotsCache({
+    fetch: async (origin, context) => {
+      const snapshot = await fetcher.fetch(origin, context);
+      metrics?.observeRobotsFetch(snapshot.info.state);
+      logger.info({ event: 'robots-fetch', origin, robots: snapshot.info }, 'robots.txt fetched');
+      return snapshot;
+    },
+    clock,
+    maxOrigins: config.robots.maxOrigins,
+    errorRetryMs: config.robots.errorRetryMs,
+    errorRetryMaxMs: config.robots.errorRetryMaxMs,
+    logger,
+  });
+  const pacer = new Pacer(
+    {
+      model: config.pacing.model,
+      maxConcurrency: config.pacing.maxConcurrency,
+      maxWaitMs: config.pacing.maxWaitMs,
+      maxQueue: config.pacing.maxQueue,
+      windowMs: config.pacing.windowMs,
+      retryAfterCapMs: config.pacing.maxRetryAfterMs,
+      backoffBaseMs: config.pacing.backoffMs,
+      backoffCapMs: config.pacing.maxBackoffMs,
+    },
+    clock,
+  );
+  const forwarder = new UpstreamForwarder({
+    connectTimeoutMs: config.upstream.connectTimeoutMs,
+    timeoutMs: config.upstream.timeoutMs,
+    extraCaPems,
+    lookup,
+  });
+
+  let ca: CaMaterial | undefined;
+  let issuer: LeafCertificateIssuer | undefined;
+  if (config.https.mode === 'intercept') {
+    ca = await loadCa(config, logger);
+    issuer = new LeafCertificateIssuer(ca, { leafValidityMs: config.https.leafTtlMs, clock });
+  }
+
+  metrics = new ProxyMetrics({
+    pacing: () => pacer.stats(),
+    robotsCache: () => ({ size: robotsCache.stats().entries }),
+    ...(issuer ? { tls: () => issuer.getStats() } : {}),
+  });
+  const onFinished = (entry: AccessEntry): void => {
+    writeAccessLog(logger, entry);
+    metrics?.observe(entry);
+  };
+
+  const upgrade = new UpgradeRelay({ pacer, clock, onFinished, lookup, extraCaPems, timeoutMs: config.upstream.timeoutMs });
+  const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished });
+  upgrade.setPipeline(pipeline);
+  const connect = new ConnectHandler({ mode: config.https.mode, issuer, pipeline, upgrade, pacer, clock, logger, onFinished, lookup });
+  const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, viaPseudonym, onFinished });
+  const proxyAddress = await proxy.listen(config.listen.host, config.listen.port);
+
+  let admin: AdminServer | undefined;
+  let adminAddress: AddressInfo | undefined;
+  if (config.admin.enabled) {
+    admin = new AdminServer({
+      metrics,
+      logger,
+      explain: async (url, userAgent) => (await pipeline.decideFor(new URL(url), userAgent)).decision,
+      caCertPem: () => ca?.certPem,
+      health: () => ({ ok: true }),
+    });
+    try {
+      adminAddress = await admin.listen(config.admin.host, config.admin.port);
+    } catch (err) {
+      await proxy.close();
+      throw err;
+    }
+  }
+  logger.info(
+    { event: 'listening', proxy: `${proxyAddress.address}:${proxyAddress.port}`, admin: adminAddress ? `${adminAddress.address}:${adminAddress.port}` : null, httpsMode: config.https.mode },
+    'robots-proxy is listening',
+  );
+
+  return {
+    proxyAddress,
+    adminAddress,
+    ca,
+    metrics,
+    robotsCache,
+    pacer,
+    pipeline,
+    async close() {
+      pacer.close();
+      connect.close();
+      upgrade.close();
+      await Promise.all([proxy.close(), admin?.close()]);
+      await Promise.all([forwarder.close(), robotsAgent.close().catch(() => undefined)]);
+    },
+  };
+}
+
+/**
+ * `robots-proxy serve`: loads the config and runs until SIGINT/SIGTERM.
+ * @throws {ConfigError} naming the file, key and line of a bad config.
+ */
+export async function serve(options: ServeOptions): Promise<void> {
+  const config = loadConfig(options.configPath);
+  const running = await startProxy(config);
+  await new Promise<void>((resolveStop) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      void running.close().then(resolveStop);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** `robots-proxy ca`: prints the interception CA's path and PEM (creating it on first use). */
+export async function printCa(options: ServeOptions): Promise<void> {
+  const config = loadConfig(options.configPath);
+  const ca = await loadCa(config);
+  process.stdout.write(`# ${ca.certPath}\n${ca.certPem}`);
+}
+
+export { CertificateError };

@@ -108,4 +108,30 @@ export interface Decision {
   snapshot: SnapshotInfo | null;
   /** Human-readable detail for reasons without a rule (e.g. the upstream error). */
   detail?: string;
+  /** Pacing facts, once the request was queued or refused by the queue. */
+  pacing?: PacingFacts;
+  /** Upstream facts, once the request was forwarded (or failed to be). */
+  upstream?: UpstreamFacts;
+}
+
+/** What the per-origin queue did with the request. */
+export interface PacingFacts {
+  /** Delay between request starts applied to this request, ms (crawl-delay raised to any operator minimum). */
+  delayMs: number;
+  /** Time spent waiting for a start slot, ms (0 when refused at once). */
+  waitedMs: number;
+  /** Requests waiting at the origin when this one was refused; undefined when it was not refused. */
+  queueLength?: number;
+  /** Seconds the client should wait before retrying, when refused (`queue-full`). */
+  retryAfterSeconds?: number;
+}
+
+/** What happened upstream. */
+export interface UpstreamFacts {
+  /** Upstream response status, or undefined when none arrived. */
+  status?: number;
+  /** Error code when the exchange failed (`ECONNREFUSED`, `UND_ERR_HEADERS_TIMEOUT`, `CERT_HAS_EXPIRED`...). */
+  error?: string;
+  /** True when the failure was a timeout (answered 504 rather than 502). */
+  timedOut?: boolean;
 }

@@ -1,0 +1,285 @@
+/**
+ * The admin HTTP API: health, Prometheus metrics, `explain` and the CA
+ * certificate download. Extension, not in RFC 9309.
+ *
+ * Security: the admin listener has no authentication. It binds to loopback
+ * by default (`admin.listen` in the config) and must stay off untrusted
+ * networks: `/explain` makes the proxy fetch robots.txt for any URL asked,
+ * and `/metrics` reveals traffic figures. Nothing it serves is secret (the CA
+ * certificate is public; its key is never served).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Decision } from '../policy/decision.js';
+import type { ProxyMetrics } from '../audit/metrics.js';
+import { systemClock, type Clock } from '../clock.js';
+
+/** What `/healthz` reports. */
+export interface HealthReport {
+  ok: boolean;
+  /** Extra facts for the JSON body, under `details` (keep them small and free of secrets). */
+  details?: object;
+}
+
+/** The collaborators of {@link AdminServer}. */
+export interface AdminServerOptions {
+  metrics: ProxyMetrics;
+  /**
+   * Answers "what would the proxy do for this User-Agent and URL?": the
+   * Decision the pipeline would reach (fetching robots.txt if needed), without
+   * forwarding anything. Absent: `/explain` answers 404.
+   */
+  explain?: (url: string, userAgent: string) => Promise<Decision>;
+  /** The proxy CA certificate, PEM, or undefined when there is none (HTTPS interception off). */
+  caCertPem?: () => string | undefined;
+  /** Readiness. Absent: always healthy. */
+  health?: () => HealthReport;
+  logger: Logger;
+  /** Longest request target accepted, in bytes; longer gets 414. @default 8192 */
+  maxUrlBytes?: number;
+  /** Longest wait for `explain`, ms; past it the answer is 504 `explain-timeout`. @default 30000 */
+  explainTimeoutMs?: number;
+  /** Timer source for the explain timeout. @default systemClock */
+  clock?: Clock;
+}
+
+/** Error codes in admin JSON error bodies (`{"error": code}`); stable, branch on these. */
+export type AdminErrorCode =
+  | 'not-found'
+  | 'method-not-allowed'
+  | 'uri-too-long'
+  | 'missing-url'
+  | 'bad-url'
+  | 'explain-unavailable'
+  | 'explain-failed'
+  | 'explain-timeout'
+  | 'metrics-failed'
+  | 'internal-error';
+
+const DEFAULT_MAX_URL_BYTES = 8192;
+const DEFAULT_EXPLAIN_TIMEOUT_MS = 30_000;
+/** Slowloris bounds: whole headers within 10 s, a whole request within 30 s. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** Request headers cap (the request line counts too), bytes; past it Node answers 431. */
+const MAX_HEADER_BYTES = 16 * 1024;
+/** Base for parsing origin-form targets; never contacted. */
+const PLACEHOLDER_BASE = 'http://admin.invalid';
+
+/**
+ * The admin listener. Routes (GET, and HEAD as GET without a body per
+ * RFC 9110 §9.3.2; any other method gets 405 with `Allow`):
+ * - `GET /healthz`: 200 `{"status":"ok"}`, or 503 `{"status":"unavailable"}`, plus `details` when given;
+ * - `GET /metrics`: Prometheus text from {@link ProxyMetrics.render};
+ * - `GET /explain?url=<absolute http(s) URL>&ua=<User-Agent>`: 200 with the
+ *   Decision as JSON; 400 `missing-url` / `bad-url`; `ua` absent means no User-Agent (`''`);
+ *   504 `explain-timeout` past `explainTimeoutMs`;
+ * - `GET /ca.pem`: 200 `application/x-pem-file`, or 404 when there is no CA;
+ * - anything else: 404. A target longer than `maxUrlBytes`: 414.
+ *
+ * Request bodies are never read: they are discarded, and the connection is
+ * closed after the answer so a large body cannot hold it. Errors are JSON
+ * `{"error": AdminErrorCode, "message": ...}`.
+ */
+export class AdminServer {
+  readonly #server: Server;
+  readonly #options: AdminServerOptions;
+  readonly #maxUrlBytes: number;
+
+  /** Builds the server (not listening yet); see {@link AdminServerOptions}. Never throws. */
+  constructor(options: AdminServerOptions) {
+    this.#options = options;
+    this.#maxUrlBytes = options.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
+    this.#server = createServer(
+      { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+      (req, res) => {
+        this.#handle(req, res).catch((err: unknown) => {
+          options.logger.error({ err }, 'admin request failed');
+          if (!res.headersSent) sendError(res, 500, 'internal-error', 'internal error');
+          else res.destroy();
+        });
+      },
+    );
+    this.#server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  }
+
+  /**
+   * Starts listening.
+   * @param host address to bind, e.g. `127.0.0.1` (keep it loopback: there is no authentication).
+   * @param port TCP port; 0 picks a free one.
+   * @returns the bound address.
+   * @throws the listen error (e.g. `EADDRINUSE`) as Node reports it.
+   */
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.#server.once('error', onError);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', onError);
+        resolve(this.#server.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Stops listening and closes every connection, idle or busy, so no handle
+   * is left. Resolves when the server has closed; resolves at once if it never listened.
+   */
+  close(): Promise<void> {
+    if (!this.#server.listening) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.#server.close((err) => (err ? reject(err) : resolve()));
+      this.#server.closeAllConnections();
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Never read a body: discard it, and close afterwards so it cannot hold the connection.
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+    if (hasBody) res.setHeader('Connection', 'close');
+    req.resume();
+    const target = req.url ?? '/';
+    // Node hands the target over one character per byte, so length is the byte count.
+    if (target.length > this.#maxUrlBytes) {
+      sendError(res, 414, 'uri-too-long', `request target longer than ${this.#maxUrlBytes} bytes`);
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      sendError(res, 405, 'method-not-allowed', 'only GET and HEAD are supported');
+      return;
+    }
+    let url: URL;
+    try {
+      url = new URL(target, PLACEHOLDER_BASE);
+    } catch {
+      sendError(res, 404, 'not-found', 'no such route');
+      return;
+    }
+    switch (url.pathname) {
+      case '/healthz':
+        this.#serveHealth(res);
+        return;
+      case '/metrics':
+        await this.#serveMetrics(res);
+        return;
+      case '/explain':
+        await this.#serveExplain(url.searchParams, res);
+        return;
+      case '/ca.pem':
+        this.#serveCa(res);
+        return;
+      default:
+        sendError(res, 404, 'not-found', 'no such route');
+    }
+  }
+
+  #serveHealth(res: ServerResponse): void {
+    let report: HealthReport;
+    try {
+      report = this.#options.health?.() ?? { ok: true };
+    } catch (err) {
+      this.#options.logger.warn({ err }, 'health check threw');
+      report = { ok: false, details: { error: 'health-check-failed' } };
+    }
+    const status = report.ok ? 'ok' : 'unavailable';
+    const body = report.details === undefined ? { status } : { status, details: report.details };
+    sendJson(res, report.ok ? 200 : 503, body);
+  }
+
+  async #serveMetrics(res: ServerResponse): Promise<void> {
+    let text: string;
+    try {
+      text = await this.#options.metrics.render();
+    } catch (err) {
+      this.#options.logger.error({ err }, 'metrics rendering failed');
+      sendError(res, 500, 'metrics-failed', 'metrics could not be rendered');
+      return;
+    }
+    send(res, 200, this.#options.metrics.contentType, text);
+  }
+
+  async #serveExplain(params: URLSearchParams, res: ServerResponse): Promise<void> {
+    const explain = this.#options.explain;
+    if (!explain) {
+      sendError(res, 404, 'explain-unavailable', 'explain is not configured');
+      return;
+    }
+    const target = params.get('url');
+    if (target === null || target === '') {
+      sendError(res, 400, 'missing-url', 'give the absolute URL to explain as ?url=');
+      return;
+    }
+    if (!isAbsoluteHttpUrl(target)) {
+      sendError(res, 400, 'bad-url', 'url must be an absolute http: or https: URL');
+      return;
+    }
+    let decision: Decision | 'timeout';
+    try {
+      decision = await this.#withTimeout(explain(target, params.get('ua') ?? ''));
+    } catch (err) {
+      if (hasCode(err, 'ERR_INVALID_TARGET')) {
+        sendError(res, 400, 'bad-url', 'url is not a valid proxy target');
+        return;
+      }
+      this.#options.logger.error({ err }, 'explain failed');
+      sendError(res, 500, 'explain-failed', 'the decision could not be computed');
+      return;
+    }
+    if (decision === 'timeout') {
+      sendError(res, 504, 'explain-timeout', 'the decision took too long');
+      return;
+    }
+    sendJson(res, 200, decision);
+  }
+
+  /** Resolves with `work`'s value, or `'timeout'` after `explainTimeoutMs`. */
+  #withTimeout<T>(work: Promise<T>): Promise<T | 'timeout'> {
+    const clock = this.#options.clock ?? systemClock;
+    let timer: unknown;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = clock.setTimer(() => resolve('timeout'), this.#options.explainTimeoutMs ?? DEFAULT_EXPLAIN_TIMEOUT_MS);
+    });
+    return Promise.race([work, timeout]).finally(() => clock.clearTimer(timer));
+  }
+
+  #serveCa(res: ServerResponse): void {
+    const pem = this.#options.caCertPem?.();
+    if (pem === undefined) {
+      sendError(res, 404, 'not-found', 'no CA certificate: HTTPS interception is not configured');
+      return;
+    }
+    send(res, 200, 'application/x-pem-file', pem);
+  }
+}
+
+/** True for a URL WHATWG can parse with scheme `http:` or `https:` and a host. */
+function isAbsoluteHttpUrl(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const url = new URL(text);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+}
+
+function hasCode(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, {
+    'Content-Type': contentType,
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(body);
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  send(res, status, 'application/json; charset=utf-8', `${JSON.stringify(value)}\n`);
+}
+
+function sendError(res: ServerResponse, status: number, error: AdminErrorCode, message: string): void {
+  sendJson(res, status, { error, message });
+}

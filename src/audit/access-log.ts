@@ -1,0 +1,193 @@
+/**
+ * The access log: one JSON line per request, written when the request ends,
+ * whatever its outcome. The {@link Decision} is nested, unchanged but for
+ * length caps, under `decision`; the request and response facts are top-level
+ * keys. Field names are the constants below, so dashboards and tests share
+ * them. Extension, not in RFC 9309.
+ */
+import type { Logger } from 'pino';
+import type { Decision } from '../policy/decision.js';
+import type { AccessEntry } from './access-entry.js';
+
+/** Top-level field names of an access log line (besides pino's `level`, `time`, `pid`, `hostname`, `msg`). */
+export const ACCESS_LOG_FIELD = {
+  /** When the request arrived, ISO-8601 (pino's `time` is when the line was written, at the end). */
+  startedAt: 'startedAt',
+  clientAddress: 'clientAddress',
+  clientPort: 'clientPort',
+  /** The client's User-Agent, capped to {@link ACCESS_LOG_LIMITS}.userAgentChars; null when absent. */
+  userAgent: 'userAgent',
+  /** Candidate product tokens from the User-Agent (RFC 9309 §2.2.1), capped in number and length. */
+  productTokens: 'productTokens',
+  method: 'method',
+  /** The target URL as the proxy understood it, capped to {@link ACCESS_LOG_LIMITS}.urlChars. */
+  url: 'url',
+  /** `http`, `https-intercepted` or `connect`. */
+  via: 'via',
+  /** Status sent to the client. */
+  status: 'status',
+  /** Upstream status, or null when nothing was forwarded or no response arrived. */
+  upstreamStatus: 'upstreamStatus',
+  bytesSent: 'bytesSent',
+  bytesReceived: 'bytesReceived',
+  clientAborted: 'clientAborted',
+  /** Time waiting for a start slot, ms; null when not queued. */
+  queueWaitMs: 'queueWaitMs',
+  /** Upstream request start to end of upstream response, ms; null when not forwarded. */
+  upstreamMs: 'upstreamMs',
+  upstreamStartedAt: 'upstreamStartedAt',
+  /** Arrival to last byte sent, ms. */
+  durationMs: 'durationMs',
+  /** Error code when the exchange failed, or null. */
+  error: 'error',
+  /** The {@link Decision} (with ISO fetch and expiry times added to its snapshot). */
+  decision: 'decision',
+  /** Names of the fields above (dotted for nested ones) that were cut to their cap; present only when some were. */
+  truncated: 'truncated',
+} as const;
+
+/** The `msg` of every access log line. */
+export const ACCESS_LOG_MESSAGE = 'request';
+
+/** Length caps for values the client (or a remote robots.txt) controls, in UTF-16 code units. */
+export const ACCESS_LOG_LIMITS = {
+  userAgentChars: 512,
+  urlChars: 2048,
+  methodChars: 32,
+  productTokens: 16,
+  productTokenChars: 128,
+  /** Rule patterns, the robots.txt URL and the decision's detail. */
+  otherChars: 1024,
+  errorChars: 256,
+} as const;
+
+type F = typeof ACCESS_LOG_FIELD;
+
+/** The snapshot as logged: the Decision's, plus ISO-8601 forms of its times. */
+export type LoggedSnapshot = NonNullable<Decision['snapshot']> & { fetchedAt: string; expiresAt: string };
+
+/** The Decision as logged: unchanged but for length caps and the ISO snapshot times. */
+export type LoggedDecision = Omit<Decision, 'snapshot'> & { snapshot: LoggedSnapshot | null };
+
+/** One access log record, before pino adds `level`, `time`, `pid`, `hostname` and `msg`. */
+export interface AccessLogRecord {
+  [ACCESS_LOG_FIELD.startedAt]: string;
+  [ACCESS_LOG_FIELD.clientAddress]: string;
+  [ACCESS_LOG_FIELD.clientPort]: number;
+  [ACCESS_LOG_FIELD.userAgent]: string | null;
+  [ACCESS_LOG_FIELD.productTokens]: string[];
+  [ACCESS_LOG_FIELD.method]: string;
+  [ACCESS_LOG_FIELD.url]: string;
+  [ACCESS_LOG_FIELD.via]: AccessEntry['request']['via'];
+  [ACCESS_LOG_FIELD.status]: number;
+  [ACCESS_LOG_FIELD.upstreamStatus]: number | null;
+  [ACCESS_LOG_FIELD.bytesSent]: number;
+  [ACCESS_LOG_FIELD.bytesReceived]: number;
+  [ACCESS_LOG_FIELD.clientAborted]: boolean;
+  [ACCESS_LOG_FIELD.queueWaitMs]: number | null;
+  [ACCESS_LOG_FIELD.upstreamMs]: number | null;
+  /** When the request was written upstream (ISO 8601, ms precision), or null when not forwarded. */
+  [ACCESS_LOG_FIELD.upstreamStartedAt]: string | null;
+  [ACCESS_LOG_FIELD.durationMs]: number;
+  [ACCESS_LOG_FIELD.error]: string | null;
+  [ACCESS_LOG_FIELD.decision]: LoggedDecision;
+  [ACCESS_LOG_FIELD.truncated]?: string[];
+}
+
+/**
+ * Cuts `value` to at most `maxChars` UTF-16 code units without splitting a
+ * surrogate pair (a lone surrogate would not survive as UTF-8), recording
+ * `field` in `truncated` when it cut. Pure.
+ */
+function cap(value: string, maxChars: number, field: string, truncated: string[]): string {
+  if (value.length <= maxChars) return value;
+  truncated.push(field);
+  const last = value.charCodeAt(maxChars - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars;
+  return value.slice(0, end);
+}
+
+/** Milliseconds since the epoch as ISO-8601, or `'invalid'` for a value Date cannot represent. */
+function toIso(ms: number): string {
+  const d = new Date(ms);
+  return Number.isFinite(d.getTime()) ? d.toISOString() : 'invalid';
+}
+
+function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecision {
+  const d = `${ACCESS_LOG_FIELD.decision}.`;
+  const other = ACCESS_LOG_LIMITS.otherChars;
+  const logged: LoggedDecision = {
+    ...decision,
+    origin: cap(decision.origin, ACCESS_LOG_LIMITS.urlChars, `${d}origin`, truncated),
+    path: cap(decision.path, ACCESS_LOG_LIMITS.urlChars, `${d}path`, truncated),
+    productToken:
+      decision.productToken === null
+        ? null
+        : cap(decision.productToken, ACCESS_LOG_LIMITS.productTokenChars, `${d}productToken`, truncated),
+    group: decision.group === null ? null : cap(decision.group, other, `${d}group`, truncated),
+    rule: decision.rule === null ? null : { ...decision.rule, pattern: cap(decision.rule.pattern, other, `${d}rule.pattern`, truncated) },
+    snapshot:
+      decision.snapshot === null
+        ? null
+        : {
+            ...decision.snapshot,
+            url: cap(decision.snapshot.url, other, `${d}snapshot.url`, truncated),
+            fetchedAt: toIso(decision.snapshot.fetchedAtMs),
+            expiresAt: toIso(decision.snapshot.expiresAtMs),
+          },
+  };
+  if (decision.detail !== undefined) logged.detail = cap(decision.detail, other, `${d}detail`, truncated);
+  return logged;
+}
+
+/**
+ * Builds the access log record of one finished request. Pure; never throws.
+ * Values the client controls (User-Agent, URL, method, product tokens) and
+ * values a remote robots.txt controls (group, rule pattern) are cut to
+ * {@link ACCESS_LOG_LIMITS}, and the cut fields are listed under `truncated`.
+ * The Decision's reason and verdict are copied, never re-derived.
+ * @param entry the finished request.
+ * @returns a plain object ready for `logger.info(record, msg)`.
+ */
+export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
+  const truncated: string[] = [];
+  const L = ACCESS_LOG_LIMITS;
+  const f: F = ACCESS_LOG_FIELD;
+  const tokens = entry.productTokens.slice(0, L.productTokens);
+  if (entry.productTokens.length > L.productTokens) truncated.push(f.productTokens);
+  const record: AccessLogRecord = {
+    [f.startedAt]: toIso(entry.startedAtMs),
+    [f.clientAddress]: entry.client.address,
+    [f.clientPort]: entry.client.port,
+    [f.userAgent]: entry.request.userAgent === null ? null : cap(entry.request.userAgent, L.userAgentChars, f.userAgent, truncated),
+    [f.productTokens]: tokens.map((t, i) => cap(t, L.productTokenChars, `${f.productTokens}.${i}`, truncated)),
+    [f.method]: cap(entry.request.method, L.methodChars, f.method, truncated),
+    [f.url]: cap(entry.request.url, L.urlChars, f.url, truncated),
+    [f.via]: entry.request.via,
+    [f.status]: entry.response.status,
+    [f.upstreamStatus]: entry.response.upstreamStatus,
+    [f.bytesSent]: entry.response.bytesSent,
+    [f.bytesReceived]: entry.response.bytesReceived,
+    [f.clientAborted]: entry.response.clientAborted,
+    [f.queueWaitMs]: entry.timings.queueWaitMs,
+    [f.upstreamMs]: entry.timings.upstreamMs,
+    [f.upstreamStartedAt]: entry.timings.upstreamStartedAtMs == null ? null : new Date(entry.timings.upstreamStartedAtMs).toISOString(),
+    [f.durationMs]: entry.timings.durationMs,
+    [f.error]: entry.error === null ? null : cap(entry.error, L.errorChars, f.error, truncated),
+    [f.decision]: toLoggedDecision(entry.decision, truncated),
+  };
+  if (truncated.length > 0) record[f.truncated] = truncated;
+  return record;
+}
+
+/**
+ * Writes the one access log line of a finished request at level `info` with
+ * message {@link ACCESS_LOG_MESSAGE}. Call it exactly once per request (or
+ * CONNECT), at its end. Never throws for a well-formed entry (pino does not
+ * throw on write).
+ * @param logger the process logger (see `createLogger`).
+ * @param entry the finished request.
+ */
+export function writeAccessLog(logger: Logger, entry: AccessEntry): void {
+  logger.info(toAccessLogRecord(entry), ACCESS_LOG_MESSAGE);
+}

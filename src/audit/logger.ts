@@ -1,0 +1,55 @@
+/**
+ * The process logger: pino writing JSON lines, with secret header values
+ * redacted. Extension, not in RFC 9309.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pino, stdSerializers, type DestinationStream, type Level, type Logger } from 'pino';
+import { redactSecrets } from './redact.js';
+
+/** A pino level, or `silent` to turn logging off. */
+export type LoggerLevel = Level | 'silent';
+
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** Lowest level written. */
+  level: LoggerLevel;
+  /** Where JSON lines go. @default stdout (file descriptor 1, synchronous writes) */
+  destination?: DestinationStream;
+}
+
+/**
+ * Creates the process logger: pino 10, one JSON object per line, ISO-8601
+ * `time`, the level as a word (`"level":"info"`).
+ *
+ * The values of `authorization`, `proxy-authorization`, `cookie` and
+ * `set-cookie` (any case) are replaced by `[Redacted]` wherever they appear
+ * in a logged object (see `redactSecrets`: plain objects and arrays to a
+ * bounded depth, `rawHeaders` arrays, errors), and in `req` / `res` values,
+ * which are serialized with pino's standard serializers first. Known limit:
+ * bindings of `logger.child(...)` are not redacted; do not bind headers.
+ * Log client-controlled values under keys we choose; never spread a headers
+ * object's keys into the top level of a line.
+ * @param options.level lowest level written (`silent` writes nothing).
+ * @param options.destination a stream to write to (tests pass a capture stream); stdout by default.
+ * @throws Error from pino when `level` is not a pino level.
+ */
+export function createLogger(options: LoggerOptions): Logger {
+  const destination = options.destination ?? pino.destination({ dest: 1, sync: true });
+  return pino(
+    {
+      level: options.level,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        level: (label: string) => ({ level: label }),
+        log: (object: Record<string, unknown>) => redactSecrets(object),
+      },
+      serializers: {
+        // An error that held a secret arrives already serialized (and redacted) as a plain object.
+        err: (err: unknown) => (err instanceof Error ? stdSerializers.err(err) : err),
+        req: (req: IncomingMessage) => redactSecrets(stdSerializers.req(req)),
+        res: (res: ServerResponse) => redactSecrets(stdSerializers.res(res)),
+      },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,258 @@
+/**
+ * Prometheus metrics of the proxy, on a registry of their own (never
+ * prom-client's global one, so a process, or a test, may hold many).
+ * Labels come only from closed sets (verdict, reason, status class, robots
+ * state): origins, paths, patterns and User-Agents are unbounded, so they go
+ * to the access log, never into a label. Extension, not in RFC 9309.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DECISION_REASONS, type DecisionReason, type SnapshotInfo, type Verdict } from '../policy/decision.js';
+import type { AccessEntry } from './access-entry.js';
+
+/** Prefix of every metric of ours (default process metrics keep prom-client's names). */
+export const METRIC_PREFIX = 'robots_proxy_';
+
+/** The catalog: every metric name of ours, with its unit suffix. */
+export const METRIC_NAME = {
+  /** Counter {verdict, reason}: finished requests (and CONNECTs). */
+  requests: `${METRIC_PREFIX}requests_total`,
+  /** Histogram {verdict}: arrival to last byte sent, seconds. */
+  requestDuration: `${METRIC_PREFIX}request_duration_seconds`,
+  /** Histogram: time queued for a start slot, seconds (queued requests only). */
+  queueWait: `${METRIC_PREFIX}queue_wait_seconds`,
+  /** Counter {status_class}: upstream answers by class, or `error` when none arrived. */
+  upstreamResponses: `${METRIC_PREFIX}upstream_responses_total`,
+  /** Counter {state}: robots.txt fetches by outcome (RFC 9309 §2.3.1). */
+  robotsFetches: `${METRIC_PREFIX}robots_fetches_total`,
+  /** Gauge: origins with a robots snapshot in the cache. */
+  robotsCacheOrigins: `${METRIC_PREFIX}robots_cache_origins`,
+  /** Gauge: requests waiting for a start slot, all origins. */
+  pacingQueued: `${METRIC_PREFIX}pacing_queued_requests`,
+  /** Gauge: requests started and not yet finished, all origins. */
+  pacingInFlight: `${METRIC_PREFIX}pacing_in_flight_requests`,
+  /** Counter: TLS leaf certificates signed since start. */
+  tlsLeavesIssued: `${METRIC_PREFIX}tls_leaf_certificates_issued_total`,
+  /** Counter: leaf certificate lookups answered from the cache since start. */
+  tlsLeafCacheHits: `${METRIC_PREFIX}tls_leaf_certificate_cache_hits_total`,
+} as const;
+
+/** Values of the `status_class` label: `1xx` (e.g. 101 for an Upgrade) to `5xx`, or `error` when no valid answer arrived. */
+export type UpstreamStatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'error';
+
+/** Every {@link UpstreamStatusClass}, pre-registered at 0. */
+export const UPSTREAM_STATUS_CLASSES: readonly UpstreamStatusClass[] = ['1xx', '2xx', '3xx', '4xx', '5xx', 'error'];
+
+/** How a robots.txt fetch ended (RFC 9309 §2.3.1.1–§2.3.1.4). */
+export type RobotsFetchState = SnapshotInfo['state'];
+
+/** Every {@link RobotsFetchState}, pre-registered at 0. */
+export const ROBOTS_FETCH_STATES: readonly RobotsFetchState[] = ['ok', 'unavailable', 'unreachable'];
+
+/**
+ * The verdicts each reason comes with, for pre-registering the
+ * `requests_total` series at 0 (so rates work from the first scrape). A pair
+ * not listed here is still counted when it happens.
+ */
+export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdict[]>> = {
+  'rule-allow': ['allow'],
+  'rule-disallow': ['deny'],
+  'no-matching-rule': ['allow'],
+  'robots-txt-itself': ['allow'],
+  'robots-unavailable': ['allow'],
+  'robots-unreachable': ['deny'],
+  'operator-policy': ['allow', 'deny'],
+  'target-private-network': ['deny'],
+  'client-not-allowed': ['deny'],
+  'queue-full': ['deny'],
+  'bad-request': ['deny'],
+  'upstream-error': ['allow'],
+  misdirected: ['deny'],
+  'tunnel-denied': ['deny'],
+};
+
+/** Seconds; from a fast cached allow to a long queue wait plus a slow upstream. */
+const DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Seconds; crawl-delays are typically 0.05 s to 60 s. */
+const QUEUE_WAIT_BUCKETS_SECONDS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120];
+
+/** Callbacks read at each scrape for the gauges; a metric whose callback is absent is not registered. */
+export interface MetricsStatsSources {
+  /** Requests queued and in flight over all origins. */
+  pacing?: () => { queued: number; inFlight: number };
+  /** Origins in the robots cache. */
+  robotsCache?: () => { size: number };
+  /** Leaf certificate counters since start (monotonic). */
+  tls?: () => { issued: number; cacheHits: number };
+}
+
+/** Options of {@link ProxyMetrics}. */
+export interface ProxyMetricsOptions {
+  /** Also collect prom-client's default process metrics (CPU, memory, event loop lag, GC). @default true */
+  collectDefaultMetrics?: boolean;
+}
+
+/**
+ * Maps an upstream status to its class: 100–599 to `Nxx`, anything else to
+ * `error`. Pure. RFC 9110 §15 (status classes).
+ */
+export function toStatusClass(status: number): UpstreamStatusClass {
+  if (!Number.isInteger(status) || status < 100 || status > 599) return 'error';
+  return `${Math.floor(status / 100)}xx` as UpstreamStatusClass;
+}
+
+/**
+ * The proxy's metrics: counters and histograms fed by {@link ProxyMetrics.observe}
+ * (one call per finished request) and {@link ProxyMetrics.observeRobotsFetch},
+ * gauges read from the stats callbacks at each scrape, rendered as
+ * Prometheus text by {@link ProxyMetrics.render}.
+ */
+export class ProxyMetrics {
+  /** The registry holding every metric of this instance (default process metrics included). */
+  readonly registry: Registry;
+  readonly #requests: Counter<'verdict' | 'reason'>;
+  readonly #duration: Histogram<'verdict'>;
+  readonly #queueWait: Histogram<string>;
+  readonly #upstream: Counter<'status_class'>;
+  readonly #robotsFetches: Counter<'state'>;
+
+  /**
+   * @param sources callbacks for the gauges, read at each scrape; a callback
+   *   that throws makes {@link ProxyMetrics.render} reject.
+   * @param options see {@link ProxyMetricsOptions}.
+   */
+  constructor(sources: MetricsStatsSources = {}, options: ProxyMetricsOptions = {}) {
+    this.registry = new Registry();
+    const registers = [this.registry];
+    this.#requests = new Counter({
+      name: METRIC_NAME.requests,
+      help: 'Finished requests (and CONNECTs) by verdict and decision reason.',
+      labelNames: ['verdict', 'reason'],
+      registers,
+    });
+    for (const reason of DECISION_REASONS) {
+      for (const verdict of VERDICTS_BY_REASON[reason]) this.#requests.inc({ verdict, reason }, 0);
+    }
+    this.#duration = new Histogram({
+      name: METRIC_NAME.requestDuration,
+      help: 'Request duration from arrival to last byte sent, in seconds, by verdict.',
+      labelNames: ['verdict'],
+      buckets: DURATION_BUCKETS_SECONDS,
+      registers,
+    });
+    for (const verdict of ['allow', 'deny'] as const) this.#duration.zero({ verdict });
+    this.#queueWait = new Histogram({
+      name: METRIC_NAME.queueWait,
+      help: 'Time a request waited for its start slot, in seconds (queued requests only).',
+      buckets: QUEUE_WAIT_BUCKETS_SECONDS,
+      registers,
+    });
+    this.#upstream = new Counter({
+      name: METRIC_NAME.upstreamResponses,
+      help: 'Upstream responses by status class; error when none arrived.',
+      labelNames: ['status_class'],
+      registers,
+    });
+    for (const c of UPSTREAM_STATUS_CLASSES) this.#upstream.inc({ status_class: c }, 0);
+    this.#robotsFetches = new Counter({
+      name: METRIC_NAME.robotsFetches,
+      help: 'robots.txt fetches by outcome: ok, unavailable (allow all) or unreachable (disallow all).',
+      labelNames: ['state'],
+      registers,
+    });
+    for (const state of ROBOTS_FETCH_STATES) this.#robotsFetches.inc({ state }, 0);
+    registerStatsMetrics(sources, registers);
+    if (options.collectDefaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The Content-Type of {@link ProxyMetrics.render}'s text (Prometheus text exposition format 0.0.4). */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /**
+   * Counts one finished request: `requests_total{verdict,reason}` from its
+   * Decision (never re-derived), its duration, its queue wait when it was
+   * queued, and its upstream outcome when it was forwarded (status class, or
+   * `error` when it was forwarded, or failed as `upstream-error`, without a status).
+   * Never throws.
+   */
+  observe(entry: AccessEntry): void {
+    const { verdict, reason } = entry.decision;
+    this.#requests.inc({ verdict, reason });
+    this.#duration.observe({ verdict }, Math.max(0, entry.timings.durationMs) / 1000);
+    if (entry.timings.queueWaitMs !== null) this.#queueWait.observe(Math.max(0, entry.timings.queueWaitMs) / 1000);
+    const upstreamStatus = entry.response.upstreamStatus;
+    if (upstreamStatus !== null) {
+      this.#upstream.inc({ status_class: toStatusClass(upstreamStatus) });
+    } else if (reason === 'upstream-error' || entry.timings.upstreamMs !== null) {
+      this.#upstream.inc({ status_class: 'error' });
+    }
+  }
+
+  /** Counts one robots.txt fetch by how it ended (RFC 9309 §2.3.1). Never throws. */
+  observeRobotsFetch(state: RobotsFetchState): void {
+    this.#robotsFetches.inc({ state });
+  }
+
+  /**
+   * Renders every metric of this instance as Prometheus text.
+   * @throws whatever a stats callback throws.
+   */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/** Registers the gauges and counters read from the stats callbacks. */
+function registerStatsMetrics(sources: MetricsStatsSources, registers: Registry[]): void {
+  const { pacing, robotsCache, tls } = sources;
+  if (robotsCache) {
+    new Gauge({
+      name: METRIC_NAME.robotsCacheOrigins,
+      help: 'Origins with a robots snapshot in the cache.',
+      registers,
+      collect() {
+        this.set(robotsCache().size);
+      },
+    });
+  }
+  if (pacing) {
+    new Gauge({
+      name: METRIC_NAME.pacingQueued,
+      help: 'Requests waiting for a start slot, over all origins.',
+      registers,
+      collect() {
+        this.set(pacing().queued);
+      },
+    });
+    new Gauge({
+      name: METRIC_NAME.pacingInFlight,
+      help: 'Requests started and not yet finished, over all origins.',
+      registers,
+      collect() {
+        this.set(pacing().inFlight);
+      },
+    });
+  }
+  if (tls) {
+    // Counters mirrored from the issuer's own monotonic counts: reset, then add the current total.
+    new Counter({
+      name: METRIC_NAME.tlsLeavesIssued,
+      help: 'TLS leaf certificates signed since start.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(tls().issued);
+      },
+    });
+    new Counter({
+      name: METRIC_NAME.tlsLeafCacheHits,
+      help: 'TLS leaf certificate lookups answered from the cache since start.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(tls().cacheHits);
+      },
+    });
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * Robots snapshots per origin: single-flight fetches, expiry, a bounded store,
+ * and a previously good snapshot kept while robots.txt is unreachable
+ * (RFC 9309 §2.3.1.4, §2.4; DESIGN.md "Protocol semantics").
+ */
+import type { Clock } from '../clock.js';
+import type { RobotsSnapshot } from '../policy/snapshot.js';
+import { retryDelayMs } from './expiry.js';
+import type { FetchContext } from './robots-fetcher.js';
+import { MemorySnapshotStore, type CacheEntry, type CachedRobotsSnapshot, type SnapshotStore } from './snapshot-store.js';
+
+/** Fetches one origin's robots.txt; `RobotsFetcher.fetch` is one. Should not reject, but may. */
+export type FetchRobots = (origin: string, context: FetchContext) => Promise<RobotsSnapshot>;
+
+/** The subset of a pino logger the cache uses. */
+export interface CacheLogger {
+  debug(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/** Options of {@link RobotsCache}. */
+export interface RobotsCacheOptions {
+  /** Fetches robots.txt; called at most once at a time per origin. */
+  fetch: FetchRobots;
+  /** Decides freshness (`nowMs` against `expiresAtMs`). Timers are not used. */
+  clock: Clock;
+  /** Most origins kept in memory (lru-cache `max`), at least 1. Ignored when `store` is given. */
+  maxOrigins: number;
+  /** Replaces the in-memory LRU store, e.g. with a shared one. */
+  store?: SnapshotStore;
+  logger?: CacheLogger;
+  /**
+   * Retry delay after `fetch` rejected (a bug, not a network outcome), ms;
+   * doubles per consecutive failure up to `errorRetryMaxMs`. @default 60_000
+   */
+  errorRetryMs?: number;
+  /** @default 1_800_000 (30 min) */
+  errorRetryMaxMs?: number;
+}
+
+/** Counters of a {@link RobotsCache}; all counts since construction. */
+export interface RobotsCacheStats {
+  /** `get` calls answered from a fresh entry without fetching. */
+  hits: number;
+  /** `get` calls that started a fetch or waited for one in flight. */
+  misses: number;
+  /** Fetches started (one per origin per refresh, whatever the number of waiting callers). */
+  fetches: number;
+  /** Fetches that rejected and were turned into unreachable snapshots. */
+  fetchErrors: number;
+  /** Fetches that were unreachable while an earlier good snapshot was kept. */
+  staleKept: number;
+  /** Fetches in flight now. */
+  inFlight: number;
+  /** Entries in the store now. */
+  entries: number;
+}
+
+/**
+ * The robots cache. `get(origin)` returns the origin's snapshot, fetching it
+ * when missing or expired. Any number of concurrent `get` calls for an origin
+ * that needs a fetch share exactly one fetch (single flight). The returned
+ * promise never rejects, even when `fetch` does.
+ *
+ * Expiry is whatever the fetcher put in `expiresAtMs` (Cache-Control within
+ * [minTtl, 24 h] for 2xx/4xx, retry backoff for unreachable). When a fetch is
+ * unreachable and the entry held a good (`ok`) snapshot, the good one keeps
+ * being served with `lastFailure` set, and is retried at
+ * `lastFailure.expiresAtMs`, however old it gets (RFC 9309 §2.3.1.4 lets a
+ * crawler keep a cached copy while the file is unreachable). A 4xx replaces it.
+ */
+export class RobotsCache {
+  readonly #fetch: FetchRobots;
+  readonly #clock: Clock;
+  readonly #store: SnapshotStore;
+  readonly #logger: CacheLogger | undefined;
+  readonly #errorRetryMs: number;
+  readonly #errorRetryMaxMs: number;
+  readonly #inFlight = new Map<string, Promise<CachedRobotsSnapshot>>();
+  readonly #counts = { hits: 0, misses: 0, fetches: 0, fetchErrors: 0, staleKept: 0 };
+
+  /** @throws {TypeError} from lru-cache when `maxOrigins` is not a positive integer (and no `store`). */
+  constructor(options: RobotsCacheOptions) {
+    this.#fetch = options.fetch;
+    this.#clock = options.clock;
+    this.#store = options.store ?? new MemorySnapshotStore(options.maxOrigins);
+    this.#logger = options.logger;
+    this.#errorRetryMs = options.errorRetryMs ?? 60_000;
+    this.#errorRetryMaxMs = options.errorRetryMaxMs ?? 1_800_000;
+  }
+
+  /**
+   * The snapshot of `origin` (`scheme://host[:port]`, as normalised by the
+   * caller): a fresh entry at once, otherwise the result of a fetch, shared
+   * with every concurrent caller. Never rejects.
+   */
+  async get(origin: string): Promise<CachedRobotsSnapshot> {
+    const pending = this.#inFlight.get(origin);
+    if (pending !== undefined) {
+      this.#counts.misses++;
+      return pending;
+    }
+    const entry = await this.#read(() => this.#store.get(origin), origin);
+    if (entry !== undefined && this.#clock.nowMs() < nextFetchAtMs(entry.snapshot)) {
+      this.#counts.hits++;
+      return entry.snapshot;
+    }
+    this.#counts.misses++;
+    // Checked again: another caller may have started the fetch while the store answered.
+    const started = this.#inFlight.get(origin);
+    if (started !== undefined) return started;
+    const refresh = this.#refresh(origin, entry);
+    this.#inFlight.set(origin, refresh);
+    void refresh.finally(() => {
+      if (this.#inFlight.get(origin) === refresh) this.#inFlight.delete(origin);
+    });
+    return refresh;
+  }
+
+  /**
+   * The stored snapshot of `origin`, fresh or not, without fetching and
+   * without counting as a use (for the admin `explain` answer).
+   * @returns undefined when the origin has no entry. Never rejects.
+   */
+  async peek(origin: string): Promise<CachedRobotsSnapshot | undefined> {
+    return (await this.#read(() => this.#store.peek(origin), origin))?.snapshot;
+  }
+
+  /** When the origin's robots.txt will next be fetched, ms since epoch; undefined when not cached. */
+  async nextFetchAtMs(origin: string): Promise<number | undefined> {
+    const snapshot = await this.peek(origin);
+    return snapshot === undefined ? undefined : nextFetchAtMs(snapshot);
+  }
+
+  /** Counters since construction, plus the current in-flight and entry counts. */
+  stats(): RobotsCacheStats {
+    return { ...this.#counts, inFlight: this.#inFlight.size, entries: this.#store.size };
+  }
+
+  /** Fetches, computes the new entry, stores it; resolves with the snapshot to serve, never rejects. */
+  async #refresh(origin: string, previous: CacheEntry | undefined): Promise<CachedRobotsSnapshot> {
+    this.#counts.fetches++;
+    const consecutiveFailures = previous?.consecutiveFailures ?? 0;
+    let entry: CacheEntry;
+    try {
+      entry = nextEntry(previous, await this.#fetch(origin, { consecutiveFailures }));
+    } catch (error) {
+      // Includes a fetch that resolved with something that is not a snapshot.
+      this.#counts.fetchErrors++;
+      this.#logger?.error({ origin, err: error }, 'robots.txt fetch failed unexpectedly; treated as unreachable');
+      entry = nextEntry(previous, this.#failedFetchSnapshot(origin, consecutiveFailures));
+    }
+    const { info, lastFailure } = entry.snapshot;
+    if (lastFailure !== null) {
+      this.#counts.staleKept++;
+      this.#logger?.warn(
+        { origin, status: lastFailure.status, error: lastFailure.error, retryAtMs: lastFailure.expiresAtMs, keptFetchedAtMs: info.fetchedAtMs },
+        'robots.txt unreachable; keeping the previously fetched snapshot (RFC 9309 §2.4)',
+      );
+    } else {
+      this.#logger?.debug({ origin, state: info.state, status: info.status, error: info.error, expiresAtMs: info.expiresAtMs }, 'robots.txt fetched');
+    }
+    try {
+      await this.#store.set(origin, entry);
+    } catch (error) {
+      this.#logger?.error({ origin, err: error }, 'robots snapshot store failed to save an entry');
+    }
+    return entry.snapshot;
+  }
+
+  /** An unreachable snapshot for a fetch that rejected. */
+  #failedFetchSnapshot(origin: string, consecutiveFailures: number): RobotsSnapshot {
+    const nowMs = this.#clock.nowMs();
+    const info = {
+      url: `${origin}/robots.txt`,
+      state: 'unreachable' as const,
+      status: undefined,
+      error: 'fetch-failed',
+      fetchedAtMs: nowMs,
+      expiresAtMs: nowMs + retryDelayMs(this.#errorRetryMs, this.#errorRetryMaxMs, consecutiveFailures),
+      bytes: 0,
+      truncated: false,
+    };
+    return { info, robots: null };
+  }
+
+  /** Runs a store read; a store failure is logged and counts as a miss. */
+  async #read(read: () => ReturnType<SnapshotStore['get']>, origin: string): Promise<CacheEntry | undefined> {
+    try {
+      return await read();
+    } catch (error) {
+      this.#logger?.error({ origin, err: error }, 'robots snapshot store failed to read an entry');
+      return undefined;
+    }
+  }
+}
+
+/**
+ * When the snapshot served now stops being fresh, ms since epoch: the retry
+ * time of the failed attempt behind a stale good snapshot, else its own expiry.
+ */
+export function nextFetchAtMs(snapshot: CachedRobotsSnapshot): number {
+  return (snapshot.lastFailure ?? snapshot.info).expiresAtMs;
+}
+
+/**
+ * The entry after a fetch. 2xx and 4xx replace whatever was there and reset
+ * the failure count. Unreachable keeps an earlier `ok` snapshot (with
+ * `lastFailure` set) or else becomes the snapshot; the failure count grows.
+ */
+export function nextEntry(previous: CacheEntry | undefined, fetched: RobotsSnapshot): CacheEntry {
+  if (fetched.info.state !== 'unreachable') {
+    return { snapshot: { info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures: 0 };
+  }
+  const consecutiveFailures = (previous?.consecutiveFailures ?? 0) + 1;
+  const kept = previous?.snapshot;
+  if (kept !== undefined && kept.info.state === 'ok' && kept.robots !== null) {
+    return { snapshot: { info: kept.info, robots: kept.robots, lastFailure: fetched.info }, consecutiveFailures };
+  }
+  return { snapshot: { info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures };
+}

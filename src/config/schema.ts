@@ -1,0 +1,307 @@
+/**
+ * The zod schema of the configuration file: YAML names, defaults, bounds, and
+ * the mapping to the {@link Config} the proxy reads (durations -> `...Ms`).
+ * Every object is strict: an unknown key is an error. A section written with
+ * no children (`listen:` with everything commented out) counts as empty.
+ */
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import type {
+  Config,
+  HostOverride,
+  HttpsConfig,
+  PacingConfig,
+  RobotsConfig,
+  UpstreamConfig,
+} from './types.js';
+import { formatDuration, formatSize, parseDuration, parseSize, type UnitParse } from './units.js';
+
+export type * from './types.js';
+
+const SECOND_MS = 1_000;
+const MINUTE_MS = 60 * SECOND_MS;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+/** Node timers overflow above 2^31-1 ms (about 24.8 days); no duration may exceed it. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+function withUnit(parse: (v: unknown) => UnitParse, format: (n: number) => string, min: number, max: number) {
+  return z.unknown().transform((value, ctx) => {
+    const parsed = parse(value);
+    if (!parsed.ok) {
+      ctx.issues.push({ code: 'custom', message: parsed.reason, input: value });
+      return z.NEVER;
+    }
+    if (parsed.value < min || parsed.value > max) {
+      const bound = parsed.value < min ? `at least ${format(min)}` : `at most ${format(max)}`;
+      ctx.issues.push({ code: 'custom', message: `must be ${bound}, got ${JSON.stringify(value)}`, input: value });
+      return z.NEVER;
+    }
+    return parsed.value;
+  });
+}
+
+/** A duration field (`500ms`, `10s`, `24h`) -> milliseconds, within [minMs, maxMs]. */
+function duration(minMs: number, maxMs: number = MAX_TIMER_MS) {
+  return withUnit(parseDuration, formatDuration, minMs, maxMs);
+}
+
+/** A size field (`500KiB`, or bare bytes) -> bytes, within [min, max]. */
+function size(minBytes: number, maxBytes: number) {
+  return withUnit(parseSize, formatSize, minBytes, maxBytes);
+}
+
+function int(min: number, max: number) {
+  return z.number().int().min(min).max(max);
+}
+
+const port = () => int(0, 65_535);
+
+/** DNS name (labels of letters, digits, `-`, `_`) or an IP address; no scheme, port or path. */
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+const bindHost = () =>
+  z.string().refine((h) => isIP(h) !== 0 || HOSTNAME.test(h), {
+    message: 'must be an IP address or a hostname, without scheme or port (e.g. "127.0.0.1", "::1", "localhost")',
+  });
+const filePath = () => z.string().min(1);
+
+/** Turns a missing or empty (`null`) section into `{}` so that its defaults apply. */
+function section<S extends z.ZodRawShape>(shape: S) {
+  return z.preprocess((value) => value ?? {}, z.strictObject(shape));
+}
+
+/** The RFC 9309 §2.4 ceiling on caching robots.txt. */
+const MAX_ROBOTS_TTL_MS = DAY_MS;
+
+const listenShape = { host: bindHost().default('127.0.0.1'), port: port().default(8080) };
+const adminShape = { host: bindHost().default('127.0.0.1'), port: port().default(9090), enabled: z.boolean().default(true) };
+
+const robotsShape = {
+  userAgent: z
+    .string()
+    .regex(/^[\x20-\x7e]*[\x21-\x7e][\x20-\x7e]*$/, { message: 'must be printable ASCII and not blank' })
+    .default('robots-proxy/0.1 (+https://github.com/robots-proxy)'),
+  ttl: duration(1, MAX_ROBOTS_TTL_MS).prefault('24h'),
+  minTtl: duration(0, MAX_ROBOTS_TTL_MS).optional(),
+  errorRetry: duration(1).prefault('1m'),
+  errorRetryMax: duration(1).optional(),
+  maxBytes: size(1, 64 * 1_048_576).prefault('500KiB'),
+  maxRedirects: int(0, 20).default(5),
+  timeout: duration(1).prefault('10s'),
+  maxOrigins: int(1, 10_000_000).default(10_000),
+};
+
+const pacingShape = {
+  model: z.enum(['start-to-start', 'end-to-start', 'window']).default('start-to-start'),
+  maxConcurrency: int(1, 1024).default(4),
+  minDelay: duration(0).prefault('0'),
+  maxWait: duration(0).prefault('30s'),
+  maxQueue: int(0, 1_000_000).default(1000),
+  maxCrawlDelay: duration(SECOND_MS, DAY_MS).prefault('60s'),
+  window: duration(1, DAY_MS).prefault('1s'),
+  backoff: duration(1).prefault('1s'),
+  maxBackoff: duration(1).optional(),
+  maxRetryAfter: duration(SECOND_MS).prefault('10m'),
+};
+
+const upstreamShape = {
+  timeout: duration(1).prefault('30s'),
+  connectTimeout: duration(1).prefault('10s'),
+  allowPrivateNetworks: z.boolean().default(false),
+  caFile: filePath().optional(),
+};
+
+const hostOverrideShape = { minDelay: duration(0).optional(), maxConcurrency: int(1, 1024).optional() };
+
+const httpsShape = {
+  mode: z.enum(['intercept', 'tunnel', 'deny']).default('intercept'),
+  caCert: filePath().optional(),
+  caKey: filePath().optional(),
+  leafTtl: duration(MINUTE_MS, 7 * DAY_MS).prefault('24h'),
+};
+
+const logShape = { level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') };
+
+type Issues = z.core.$RefinementCtx['issues'];
+function fail(issues: Issues, path: string[], message: string, input: unknown): void {
+  issues.push({ code: 'custom', message, input, path });
+}
+
+const robotsSchema = section(robotsShape).transform((r, ctx): RobotsConfig => {
+  if (r.minTtl !== undefined && r.minTtl > r.ttl) {
+    fail(ctx.issues, ['minTtl'], `must not exceed ttl (${formatDuration(r.ttl)})`, r.minTtl);
+  }
+  if (r.errorRetryMax !== undefined && r.errorRetryMax < r.errorRetry) {
+    fail(ctx.issues, ['errorRetryMax'], `must be at least errorRetry (${formatDuration(r.errorRetry)})`, r.errorRetryMax);
+  }
+  return {
+    userAgent: r.userAgent,
+    ttlMs: r.ttl,
+    minTtlMs: r.minTtl ?? Math.min(MINUTE_MS, r.ttl),
+    errorRetryMs: r.errorRetry,
+    errorRetryMaxMs: r.errorRetryMax ?? Math.max(30 * MINUTE_MS, r.errorRetry),
+    maxBytes: r.maxBytes,
+    maxRedirects: r.maxRedirects,
+    timeoutMs: r.timeout,
+    maxOrigins: r.maxOrigins,
+  };
+});
+
+const pacingSchema = section(pacingShape).transform((p, ctx): PacingConfig => {
+  if (p.maxBackoff !== undefined && p.maxBackoff < p.backoff) {
+    fail(ctx.issues, ['maxBackoff'], `must be at least backoff (${formatDuration(p.backoff)})`, p.maxBackoff);
+  }
+  return {
+    model: p.model,
+    maxConcurrency: p.maxConcurrency,
+    minDelayMs: p.minDelay,
+    maxWaitMs: p.maxWait,
+    maxQueue: p.maxQueue,
+    maxCrawlDelayMs: p.maxCrawlDelay,
+    windowMs: p.window,
+    backoffMs: p.backoff,
+    maxBackoffMs: p.maxBackoff ?? Math.max(5 * MINUTE_MS, p.backoff),
+    maxRetryAfterMs: p.maxRetryAfter,
+  };
+});
+
+const upstreamSchema = section(upstreamShape).transform(
+  (u): UpstreamConfig => ({
+    timeoutMs: u.timeout,
+    connectTimeoutMs: u.connectTimeout,
+    allowPrivateNetworks: u.allowPrivateNetworks,
+    ...(u.caFile === undefined ? {} : { caFile: u.caFile }),
+  }),
+);
+
+const hostOverrideSchema = section(hostOverrideShape).transform(
+  (h): HostOverride => ({
+    ...(h.minDelay === undefined ? {} : { minDelayMs: h.minDelay }),
+    ...(h.maxConcurrency === undefined ? {} : { maxConcurrency: h.maxConcurrency }),
+  }),
+);
+
+const hostsSchema = z
+  .preprocess((value, ctx) => {
+    // z.record assigns keys, so "__proto__" would vanish silently; no real hostname is spelt so.
+    if (value !== null && typeof value === 'object' && Object.hasOwn(value, '__proto__')) {
+      fail(ctx.issues, ['__proto__'], 'is not a hostname', value);
+      return {};
+    }
+    return value ?? {};
+  }, z.record(z.string(), hostOverrideSchema))
+  .transform((hosts, ctx) => {
+    const normalised: [string, HostOverride][] = [];
+    const seen = new Map<string, string>();
+    for (const [key, override] of Object.entries(hosts)) {
+      const result = normaliseHostKey(key);
+      if (!result.ok) {
+        fail(ctx.issues, [key], result.reason, key);
+        continue;
+      }
+      const earlier = seen.get(result.value);
+      if (earlier !== undefined) {
+        fail(ctx.issues, [key], `names the same ${result.value.includes('://') ? 'origin' : 'host'} as "${earlier}"`, key);
+        continue;
+      }
+      seen.set(result.value, key);
+      normalised.push([result.value, override]);
+    }
+    // Object.fromEntries defines own properties, so a key such as "__proto__" stays data.
+    return Object.fromEntries(normalised) as Readonly<Record<string, HostOverride>>;
+  });
+
+const httpsSchema = section(httpsShape).transform((h, ctx): HttpsConfig => {
+  if ((h.caCert === undefined) !== (h.caKey === undefined)) {
+    const [given, missing] = h.caCert === undefined ? ['caKey', 'caCert'] : ['caCert', 'caKey'];
+    fail(ctx.issues, [given], `is set but ${missing} is not: set both, or neither to use a generated CA`, h.caCert ?? h.caKey);
+  }
+  return {
+    mode: h.mode,
+    ...(h.caCert === undefined ? {} : { caCert: h.caCert }),
+    ...(h.caKey === undefined ? {} : { caKey: h.caKey }),
+    leafTtlMs: h.leafTtl,
+  };
+});
+
+const rootShape = {
+  listen: section(listenShape),
+  admin: section(adminShape),
+  robots: robotsSchema,
+  pacing: pacingSchema,
+  upstream: upstreamSchema,
+  hosts: hostsSchema,
+  https: httpsSchema,
+  stateDir: filePath().default('./state'),
+  log: section(logShape),
+};
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::']);
+
+/**
+ * The configuration schema: parses the plain value of a YAML document (keys as
+ * in `config/default.yaml`) into a {@link Config}. Use `safeParse`; issue paths
+ * are YAML key paths. Missing keys take their defaults; `{}` is valid.
+ */
+export const configSchema: z.ZodType<Config> = z.strictObject(rootShape).transform((c, ctx): Config => {
+  const { listen, admin } = c;
+  const sameHost = listen.host === admin.host || WILDCARD_HOSTS.has(listen.host) || WILDCARD_HOSTS.has(admin.host);
+  if (admin.enabled && listen.port !== 0 && listen.port === admin.port && sameHost) {
+    fail(ctx.issues, ['admin', 'port'], `must differ from listen.port (${listen.port})`, admin.port);
+  }
+  return c;
+});
+
+const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
+  '': Object.keys(rootShape),
+  listen: Object.keys(listenShape),
+  admin: Object.keys(adminShape),
+  robots: Object.keys(robotsShape),
+  pacing: Object.keys(pacingShape),
+  upstream: Object.keys(upstreamShape),
+  'hosts.*': Object.keys(hostOverrideShape),
+  https: Object.keys(httpsShape),
+  log: Object.keys(logShape),
+};
+
+/**
+ * The keys allowed in the mapping at a YAML key path (`[]` for the top level,
+ * `['pacing']`, `['hosts', 'example.com']`), for "did you mean" hints.
+ * @returns the allowed keys, or an empty list where the path names no mapping.
+ */
+export function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
+  const key = path[0] === 'hosts' && path.length === 2 ? 'hosts.*' : path.join('.');
+  return KNOWN_KEYS[key] ?? [];
+}
+
+/**
+ * Normalises a `hosts` key: an origin `scheme://host[:port]` (http or https)
+ * becomes `URL.origin` (lower case, punycode, default port elided, RFC 9309
+ * §2.3); a bare hostname or IP becomes `URL.hostname` (`::1` -> `[::1]`).
+ * Never throws.
+ */
+export function normaliseHostKey(key: string): { ok: true; value: string } | { ok: false; reason: string } {
+  const hint = 'write an origin "scheme://host[:port]" or a bare hostname, e.g. "https://example.com" or "example.com"';
+  if (key.includes('://')) {
+    let url: URL;
+    try {
+      url = new URL(key);
+    } catch {
+      return { ok: false, reason: `is not a valid origin: ${hint}` };
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'origin scheme must be http or https' };
+    if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '') {
+      return { ok: false, reason: `must be an origin without path, query or credentials: ${hint}` };
+    }
+    return { ok: true, value: url.origin };
+  }
+  const host = isIP(key) === 6 ? `[${key}]` : key;
+  if (/[/:@?#\s]/.test(host.replace(/^\[.*\]$/, '')) || host === '') return { ok: false, reason: `is not a hostname: ${hint}` };
+  try {
+    const url = new URL(`http://${host}/`);
+    if (url.port !== '' || url.pathname !== '/') return { ok: false, reason: `is not a hostname: ${hint}` };
+    return { ok: true, value: url.hostname };
+  } catch {
+    return { ok: false, reason: `is not a hostname: ${hint}` };
+  }
+}

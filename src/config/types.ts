@@ -1,0 +1,139 @@
+/**
+ * The validated configuration, as the rest of the proxy sees it. Every
+ * duration is a whole number of milliseconds (name ends in `Ms`), every size a
+ * whole number of bytes (name ends in `Bytes`/`maxBytes`). The YAML file uses
+ * the same names without the unit suffix (`robots.ttl: 24h` -> `robots.ttlMs`);
+ * `config/default.yaml` documents each key and `schema.ts` holds the bounds.
+ */
+
+/** Pacing timing models (extension, not in RFC 9309). */
+export type PacingModel = 'start-to-start' | 'end-to-start' | 'window';
+
+/** How CONNECT requests are handled. */
+export type HttpsMode = 'intercept' | 'tunnel' | 'deny';
+
+/** pino log levels, `silent` turns logging off. */
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** A listening address. */
+export interface ListenConfig {
+  /** IP address or hostname to bind; no scheme, no port. @default '127.0.0.1' */
+  readonly host: string;
+  /** TCP port, 0..65535; 0 picks a free ephemeral port (tests). @default 8080 */
+  readonly port: number;
+}
+
+/** The admin listener (health, metrics, explain, CA download). */
+export interface AdminConfig extends ListenConfig {
+  /** Whether the admin listener starts at all. @default true */
+  readonly enabled: boolean;
+}
+
+/** Fetching and caching robots.txt (RFC 9309 §2.3, §2.4, §2.5). */
+export interface RobotsConfig {
+  /** User-Agent the proxy sends when fetching robots.txt itself; printable ASCII. */
+  readonly userAgent: string;
+  /** Longest time a fetched robots.txt is used, ms; at most 24 h (RFC 9309 §2.4). @default 86_400_000 */
+  readonly ttlMs: number;
+  /**
+   * Floor for a shorter lifetime asked by `Cache-Control: max-age`, ms; never
+   * above `ttlMs` (when `minTtl` is not written it is min(1 min, ttl)). @default 60_000
+   */
+  readonly minTtlMs: number;
+  /** First retry after robots.txt was unreachable (5xx, 429, network), ms; doubles per failure. @default 60_000 */
+  readonly errorRetryMs: number;
+  /** Ceiling of that doubling, ms; at least `errorRetryMs`. @default 1_800_000 */
+  readonly errorRetryMaxMs: number;
+  /**
+   * Bytes of robots.txt parsed; the rest is not read. RFC 9309 §2.5 asks for at
+   * least 500 KiB: smaller values are accepted (for tests) but deviate. @default 512_000
+   */
+  readonly maxBytes: number;
+  /** Redirects followed, across hosts too; more -> unavailable. RFC 9309 §2.3.1.2 asks for at least 5. @default 5 */
+  readonly maxRedirects: number;
+  /** Time allowed for one robots.txt fetch, redirects included, ms; exceeded -> unreachable. @default 10_000 */
+  readonly timeoutMs: number;
+  /** Most origins whose robots.txt is kept in memory (LRU bound). @default 10_000 */
+  readonly maxOrigins: number;
+}
+
+/** Per-origin queues (extension, not in RFC 9309; Crawl-delay is an RFC 9309 §2.2.4 extension record). */
+export interface PacingConfig {
+  /** Timing model. @default 'start-to-start' */
+  readonly model: PacingModel;
+  /** Requests in flight per origin when no delay is in force. @default 4 */
+  readonly maxConcurrency: number;
+  /** Delay between requests to every origin, ms, even without Crawl-delay; a host override replaces it. @default 0 */
+  readonly minDelayMs: number;
+  /** Longest expected queue wait, ms; a request that would wait longer gets 429 + Retry-After. @default 30_000 */
+  readonly maxWaitMs: number;
+  /** Requests waiting per origin; one more gets 429. 0: never queue. @default 1000 */
+  readonly maxQueue: number;
+  /** Crawl-delay values above this are clamped to it, ms (absurd delays would hold queues for hours). @default 60_000 */
+  readonly maxCrawlDelayMs: number;
+  /** Window length for the `window` model, ms; ignored by the other models. @default 1000 */
+  readonly windowMs: number;
+  /** First pause after an upstream 429/503 without Retry-After, ms; doubles, full jitter. @default 1000 */
+  readonly backoffMs: number;
+  /** Ceiling of that backoff, ms; at least `backoffMs`. @default 300_000 */
+  readonly maxBackoffMs: number;
+  /** Cap on an upstream Retry-After pause (seconds or HTTP-date), ms. @default 600_000 */
+  readonly maxRetryAfterMs: number;
+}
+
+/** Forwarding to the target origin. */
+export interface UpstreamConfig {
+  /** Longest wait for response headers, and longest silence in the body, ms; exceeded -> 504. @default 30_000 */
+  readonly timeoutMs: number;
+  /** Time allowed to open the TCP (and TLS) connection, ms. @default 10_000 */
+  readonly connectTimeoutMs: number;
+  /** Allow targets in loopback, private, link-local, unique-local and metadata ranges. @default false */
+  readonly allowPrivateNetworks: boolean;
+  /** PEM file of extra CAs trusted for upstream TLS, besides the system CAs; path relative to the working directory. */
+  readonly caFile?: string;
+}
+
+/** A per-origin override from `hosts`; an absent field falls back to `pacing`. */
+export interface HostOverride {
+  /** Minimum delay between requests to this origin, ms; raises a smaller Crawl-delay. */
+  readonly minDelayMs?: number;
+  /** Requests in flight to this origin when no delay is in force. */
+  readonly maxConcurrency?: number;
+}
+
+/** CONNECT handling and the interception CA. */
+export interface HttpsConfig {
+  /** `intercept` (TLS termination), `tunnel` (decide on `/` at CONNECT), `deny` (403). @default 'intercept' */
+  readonly mode: HttpsMode;
+  /** PEM CA certificate; set with `caKey` or neither (then a CA is generated in `stateDir`). */
+  readonly caCert?: string;
+  /** PEM private key of `caCert`. */
+  readonly caKey?: string;
+  /** Validity of the leaf certificates the proxy signs, ms. @default 86_400_000 */
+  readonly leafTtlMs: number;
+}
+
+/** Logging. */
+export interface LogConfig {
+  /** Lowest level written. @default 'info' */
+  readonly level: LogLevel;
+}
+
+/** The whole validated configuration. Build it with `parseConfig`, `loadConfig` or `defaultConfig`. */
+export interface Config {
+  readonly listen: ListenConfig;
+  readonly admin: AdminConfig;
+  readonly robots: RobotsConfig;
+  readonly pacing: PacingConfig;
+  readonly upstream: UpstreamConfig;
+  /**
+   * Per-origin overrides. Keys are normalised: an origin (`https://example.com`,
+   * `http://example.com:8080`; lower case, punycode, default port elided) or a
+   * bare hostname (`example.com`, `[::1]`) that applies to every scheme and port.
+   */
+  readonly hosts: Readonly<Record<string, HostOverride>>;
+  readonly https: HttpsConfig;
+  /** Directory for generated state (the CA); relative to the working directory. @default './state' */
+  readonly stateDir: string;
+  readonly log: LogConfig;
+}

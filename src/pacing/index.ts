@@ -1,0 +1,8 @@
+/**
+ * Per-origin pacing: the queue every request waits in for its start slot
+ * (DESIGN.md "Pacing semantics"). What other folders need, nothing more.
+ */
+export { Pacer } from './pacer.js';
+export type { PacingModel, PacingOptions } from './pacing-options.js';
+export type { AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, Slot } from './types.js';
+export { parseRetryAfter } from './retry-after.js';

@@ -1,0 +1,90 @@
+/**
+ * The values the pacer hands out: slots, refusals and statistics
+ * (DESIGN.md "Pacing semantics").
+ */
+
+/** What the caller learned from upstream when it releases a slot. */
+export interface ReleaseOutcome {
+  /** The upstream response status; omit when no response arrived (error, timeout, client gone). */
+  status?: number;
+  /** The upstream `Retry-After` field value (RFC 9110 §10.2.3), if any; read on 429 and 503 only. */
+  retryAfter?: string | null;
+}
+
+/** Permission to send one request upstream now. Release it exactly once, when the exchange ends. */
+export interface Slot {
+  /** The origin the slot is for. */
+  readonly origin: string;
+  /** The delay the request was paced with, ms. */
+  readonly delayMs: number;
+  /** When the request was allowed to start, ms since the epoch (the pacer's clock). */
+  readonly startedAtMs: number;
+  /** How long the request waited in the queue, ms (0 when it started at once). */
+  readonly waitedMs: number;
+  /**
+   * Records that the request was actually written upstream now. When it is the
+   * origin's latest start, the start is moved to now, so the next start is
+   * spaced from the moment the request really left (dispatch latency cannot
+   * shrink the gap the origin sees). Never moves a start earlier; never throws.
+   */
+  markSent(): void;
+  /**
+   * Ends the request: frees its concurrency, records its end (the `end-to-start` model measures
+   * from here) and applies an overload answer (429/503: pause; other status: recovery step).
+   * Later calls, and calls after `close()`, do nothing. Never throws.
+   */
+  release(outcome?: ReleaseOutcome): void;
+}
+
+/**
+ * Why `acquire` gave no slot.
+ * - `queue-full`: answer 429 with `Retry-After: retryAfterSeconds` (DESIGN.md status table).
+ *   `limit` says which bound was hit: `max-queue` (the origin already had `maxQueue` waiting)
+ *   or `max-wait` (the expected wait exceeded `maxWaitMs`).
+ * - `aborted`: the caller's signal aborted before a slot was granted; nothing may be sent upstream.
+ * - `closed`: the pacer was closed.
+ */
+export type Refusal =
+  | {
+      reason: 'queue-full';
+      limit: 'max-queue' | 'max-wait';
+      /** Whole seconds (>= 1): the expected wait, rounded up. */
+      retryAfterSeconds: number;
+      /** Requests waiting at the origin when this one was refused. */
+      queueLength: number;
+      /** This request's delay, ms. */
+      delayMs: number;
+      /** The estimate the refusal was based on, ms (a lower bound: response times are unknown). */
+      expectedWaitMs: number;
+    }
+  | { reason: 'aborted' }
+  | { reason: 'closed' };
+
+/** The result of `Pacer.acquire`: a slot, or the reason there is none. */
+export type AcquireOutcome = { granted: true; slot: Slot } | { granted: false; refusal: Refusal };
+
+/** One origin's pacing figures. */
+export interface OriginPacingStats {
+  origin: string;
+  /** Requests waiting. */
+  queued: number;
+  /** Requests started and not yet released. */
+  inFlight: number;
+  /** End of the current overload pause, ms since the epoch, or undefined when not paused. */
+  pausedUntilMs: number | undefined;
+  /** Latest start, ms since the epoch, or undefined. */
+  lastStartMs: number | undefined;
+  /** Concurrency cap while recovering from an overload pause, or undefined when recovered. */
+  recoveryCap: number | undefined;
+}
+
+/** Figures over all origins the pacer holds state for. */
+export interface PacingStats {
+  /** Origins with state (busy, or still constrained by a delay or pause). */
+  origins: number;
+  queued: number;
+  inFlight: number;
+  /** Origins currently paused by an overload answer. */
+  pausedOrigins: number;
+  byOrigin: OriginPacingStats[];
+}

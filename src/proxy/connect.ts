@@ -1,0 +1,281 @@
+/**
+ * CONNECT handling (`https.mode`):
+ * - `intercept`: answer 200, terminate TLS with a leaf certificate signed by
+ *   the proxy's CA, and feed every inner request through the same pipeline as
+ *   plain HTTP, as a request to origin `https://host:port`;
+ * - `tunnel`: decide at CONNECT time on the origin's `/` for the agent, pace
+ *   CONNECTs per origin, then relay bytes (paths are not checked);
+ * - `deny`: 403 to every CONNECT.
+ */
+import http, { type IncomingMessage } from 'node:http';
+import net, { type LookupFunction } from 'node:net';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { HttpsMode } from '../config/index.js';
+import type { Pacer } from '../pacing/index.js';
+import { decideWithoutRobots } from '../policy/decide.js';
+import type { Decision } from '../policy/decision.js';
+import type { AccessEntry } from '../audit/access-entry.js';
+import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
+import type { RequestPipeline } from './pipeline.js';
+import { renderProxyResponse } from './responses.js';
+import { writeRawResponse } from './raw-response.js';
+import type { UpgradeRelay } from './upgrade.js';
+
+/** Collaborators of {@link ConnectHandler}. */
+export interface ConnectDeps {
+  mode: HttpsMode;
+  /** Signs leaf certificates; required in `intercept` mode. */
+  issuer: LeafCertificateIssuer | undefined;
+  pipeline: RequestPipeline;
+  upgrade: UpgradeRelay;
+  pacer: Pacer;
+  clock: Clock;
+  logger: Pick<Logger, 'info' | 'warn' | 'debug'>;
+  onFinished: (entry: AccessEntry) => void;
+  /** DNS lookup for tunnel-mode connections (the private-network guard). */
+  lookup: LookupFunction;
+  /** Time allowed for the client's TLS handshake, ms. @default 10000 */
+  handshakeTimeoutMs?: number;
+  /** Idle time after which an intercepted tunnel is closed, ms. @default 60000 */
+  idleTimeoutMs?: number;
+}
+
+/** The CONNECT target of an intercepted TLS connection. */
+interface TunnelTarget {
+  /** `host:port` as the client asked, host lower-cased. */
+  authority: string;
+  hostname: string;
+  port: number;
+}
+
+/** Parses a CONNECT request target (authority-form, RFC 9112 §3.2.3): `host:port`. */
+export function parseConnectTarget(raw: string | undefined): TunnelTarget | string {
+  if (!raw || raw.includes('/') || raw.includes('@')) return `CONNECT needs host:port, got "${(raw ?? '').slice(0, 100)}"`;
+  let url: URL;
+  try {
+    url = new URL(`https://${raw}`);
+  } catch {
+    return `"${raw.slice(0, 100)}" is not a valid host:port`;
+  }
+  const port = url.port === '' ? (/:443$/.test(raw) ? 443 : NaN) : Number(url.port);
+  if (!Number.isInteger(port) || port <= 0) return `CONNECT target "${raw.slice(0, 100)}" has no port`;
+  return { authority: `${url.hostname}:${port}`, hostname: url.hostname, port };
+}
+
+/** Normalised `host:port` of a Host header, with `defaultPort` filled in. */
+function hostHeaderAuthority(host: string | undefined, defaultPort: number): string | undefined {
+  if (!host) return undefined;
+  try {
+    const url = new URL(`https://${host}`);
+    return `${url.hostname}:${url.port === '' ? defaultPort : url.port}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function originOf(t: TunnelTarget): string {
+  return t.port === 443 ? `https://${t.hostname}` : `https://${t.hostname}:${t.port}`;
+}
+
+export class ConnectHandler {
+  private readonly inner: http.Server;
+  private readonly targets = new WeakMap<object, TunnelTarget>();
+  private readonly sockets = new Set<Duplex>();
+  private ownAddresses: Array<{ host: string; port: number }> = [];
+
+  constructor(private readonly deps: ConnectDeps) {
+    // The server that parses HTTP inside intercepted tunnels; it never listens.
+    this.inner = http.createServer({ keepAliveTimeout: 5000 });
+    this.inner.on('request', (req, res) => void this.onInnerRequest(req, res));
+    this.inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const target = this.targets.get(req.socket);
+      if (!target) return socket.destroy();
+      void deps.upgrade.relay(req, socket, head, new URL(req.url ?? '/', originOf(target)));
+    });
+    this.inner.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      deps.logger.warn({ event: 'tunnel-client-error', error: err.code ?? err.message }, 'malformed request inside a TLS tunnel');
+      socket.destroy();
+    });
+  }
+
+  /** Tells the handler where the proxy listens, so CONNECTs back into it are refused. */
+  setOwnAddresses(addresses: Array<{ host: string; port: number }>): void {
+    this.ownAddresses = addresses;
+  }
+
+  /** Handles one CONNECT request. Never throws. */
+  handle(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const target = parseConnectTarget(req.url);
+    if (typeof target === 'string') return this.refuse(req, socket, decideWithoutRobots('bad-request', { detail: target }));
+    if (this.ownAddresses.some((a) => a.port === target.port && (a.host === target.hostname || target.hostname === 'localhost'))) {
+      return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin: originOf(target), detail: 'the target is this proxy itself (forwarding loop)' }));
+    }
+    switch (this.deps.mode) {
+      case 'deny':
+        return this.refuse(req, socket, decideWithoutRobots('tunnel-denied', { origin: originOf(target), detail: 'https.mode is deny' }));
+      case 'tunnel':
+        return void this.tunnel(req, socket, head, target);
+      case 'intercept':
+        return void this.intercept(socket, head, target);
+    }
+  }
+
+  /** Answers a CONNECT with the proxy's own response and audits it. */
+  private refuse(req: IncomingMessage, socket: Duplex, decision: Decision, startedAtMs = this.deps.clock.nowMs()): void {
+    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
+    writeRawResponse(socket, rendered);
+    this.audit(req, decision, startedAtMs, rendered.status, null);
+  }
+
+  private audit(req: IncomingMessage, decision: Decision, startedAtMs: number, status: number, error: string | null): void {
+    this.deps.onFinished({
+      startedAtMs,
+      client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
+      request: { method: 'CONNECT', url: (req.url ?? '').slice(0, 1024), userAgent: req.headers['user-agent'] ?? null, via: 'connect' },
+      decision,
+      productTokens: [],
+      timings: { queueWaitMs: decision.pacing?.waitedMs ?? null, upstreamMs: null, durationMs: this.deps.clock.nowMs() - startedAtMs },
+      response: { status, upstreamStatus: null, bytesSent: 0, bytesReceived: 0, clientAborted: false },
+      error,
+    });
+  }
+
+  /** `tunnel` mode: decide on `/`, pace the CONNECT, then relay bytes. */
+  private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget): Promise<void> {
+    const startedAtMs = this.deps.clock.nowMs();
+    const { decision: decided } = await this.deps.pipeline.decideFor(new URL(`${originOf(target)}/`), req.headers['user-agent']);
+    let decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
+    if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
+    const abort = new AbortController();
+    socket.once('close', () => abort.abort());
+    const delayMs = decision.crawlDelaySeconds === null ? 0 : Math.round(decision.crawlDelaySeconds * 1000);
+    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, { signal: abort.signal });
+    if (!outcome.granted) {
+      if (outcome.refusal.reason !== 'queue-full') return void socket.destroy();
+      const r = outcome.refusal;
+      decision = { ...decision, verdict: 'deny', reason: 'queue-full', pacing: { delayMs, waitedMs: 0, queueLength: r.queueLength, retryAfterSeconds: r.retryAfterSeconds } };
+      return this.refuse(req, socket, decision, startedAtMs);
+    }
+    decision = { ...decision, pacing: { delayMs, waitedMs: outcome.slot.waitedMs } };
+    const upstream = net.connect({ host: target.hostname.replace(/^\[|\]$/g, ''), port: target.port, lookup: this.deps.lookup });
+    upstream.once('connect', () => {
+      outcome.slot.release();
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      socket.pipe(upstream).pipe(socket);
+      this.audit(req, decision, startedAtMs, 200, null);
+    });
+    upstream.once('error', (err: NodeJS.ErrnoException) => {
+      outcome.slot.release();
+      if (upstream.readyState === 'opening' || !socket.writable) {
+        const failed: Decision = { ...decision, reason: 'upstream-error', upstream: { error: err.code ?? 'UPSTREAM_ERROR' } };
+        this.refuse(req, socket, failed, startedAtMs);
+      }
+      socket.destroy();
+    });
+    socket.once('close', () => upstream.destroy());
+  }
+
+  /** `intercept` mode: 200, then TLS with our own leaf certificate, then inner HTTP. */
+  private async intercept(socket: Duplex, head: Buffer, target: TunnelTarget): Promise<void> {
+    const issuer = this.deps.issuer;
+    if (!issuer) return void socket.destroy();
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    let secureContext: tls.SecureContext;
+    try {
+      secureContext = await issuer.getSecureContext(target.hostname);
+    } catch (err) {
+      this.deps.logger.warn({ event: 'tls-leaf-error', host: target.hostname, error: (err as Error).message }, 'could not sign a certificate for the CONNECT host');
+      return void socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\ncould not create a certificate for this host\n');
+    }
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) socket.unshift(head);
+    socket.once('data', (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      // 0x16: a TLS handshake record. Anything else is a client speaking plain HTTP into the tunnel.
+      if (first[0] !== 0x16) {
+        this.deps.logger.warn({ event: 'tunnel-not-tls', origin: originOf(target) }, 'client sent plain text into a CONNECT tunnel (expected TLS)');
+        const body = 'this CONNECT tunnel expects TLS (the proxy intercepts HTTPS); send plain HTTP requests in absolute form instead\n';
+        return void socket.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+      }
+      this.startTls(socket, secureContext, target);
+    });
+  }
+
+  private startTls(socket: Duplex, secureContext: tls.SecureContext, target: TunnelTarget): void {
+    const issuer = this.deps.issuer!;
+    const tlsSocket = new tls.TLSSocket(socket as net.Socket, {
+      isServer: true,
+      secureContext,
+      SNICallback: issuer.createSniCallback(),
+      ALPNProtocols: ['http/1.1'],
+    });
+    const timer = setTimeout(() => {
+      this.deps.logger.warn({ event: 'tls-handshake-timeout', origin: originOf(target) }, 'TLS handshake with the client timed out');
+      tlsSocket.destroy();
+    }, this.deps.handshakeTimeoutMs ?? 10_000);
+    timer.unref();
+    tlsSocket.once('secure', () => {
+      clearTimeout(timer);
+      this.targets.set(tlsSocket, target);
+      tlsSocket.setTimeout(this.deps.idleTimeoutMs ?? 60_000, () => tlsSocket.destroy());
+      this.inner.emit('connection', tlsSocket);
+    });
+    tlsSocket.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      const rejected = /ALERT|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN/i.test(err.code ?? err.message);
+      this.deps.logger.warn(
+        { event: 'tls-client-error', origin: originOf(target), error: err.code ?? err.message },
+        rejected ? 'the client rejected the proxy certificate: trust the proxy CA (robots-proxy ca)' : 'TLS error with the client',
+      );
+      tlsSocket.destroy();
+    });
+    tlsSocket.once('close', () => {
+      clearTimeout(timer);
+      socket.destroy();
+    });
+  }
+
+  private async onInnerRequest(req: IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const target = this.targets.get(req.socket);
+    if (!target) return void res.destroy();
+    const origin = originOf(target);
+    const host = hostHeaderAuthority(req.headers.host, 443);
+    if (host !== undefined && host !== target.authority) {
+      const decision = decideWithoutRobots('misdirected', { origin, detail: `Host "${req.headers.host}" is not the tunnel's target ${target.authority}` });
+      const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
+      res.writeHead(rendered.status, rendered.headers);
+      res.end(rendered.body);
+      req.resume();
+      return this.audit(req, decision, this.deps.clock.nowMs(), rendered.status, null);
+    }
+    const raw = req.url ?? '/';
+    let url: URL;
+    try {
+      url = new URL(raw, origin);
+    } catch {
+      url = new URL('/', origin);
+    }
+    if (url.origin !== origin) {
+      const decision = decideWithoutRobots('misdirected', { origin, detail: `request target ${raw.slice(0, 200)} is not on the tunnel's origin ${origin}` });
+      const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
+      res.writeHead(rendered.status, rendered.headers);
+      res.end(rendered.body);
+      req.resume();
+      return this.audit(req, decision, this.deps.clock.nowMs(), rendered.status, null);
+    }
+    await this.deps.pipeline.handle({ req, res, target: url, via: 'https-intercepted' });
+  }
+
+  /** Closes intercepted tunnels. */
+  close(): void {
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+  }
+}

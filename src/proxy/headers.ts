@@ -1,0 +1,65 @@
+/**
+ * Header handling for forwarding (RFC 9110 §7.6). Pure.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** Hop-by-hop fields, never forwarded (RFC 9110 §7.6.1), plus the legacy `proxy-connection`. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** A `Via` pseudonym for one proxy instance (RFC 9110 §7.6.3): unique, so a loop back into the same instance is recognised. */
+export function makeViaPseudonym(): string {
+  return `robots-proxy-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Names listed in `Connection` (lower case): they are hop-by-hop too (RFC 9110 §7.6.1). */
+function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): Set<string> {
+  const value = headers['connection'];
+  const listed = new Set<string>();
+  if (value === undefined) return listed;
+  for (const item of String(Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const name = item.trim().toLowerCase();
+    if (name) listed.add(name);
+  }
+  return listed;
+}
+
+/**
+ * Copies `headers` without hop-by-hop fields (RFC 9110 §7.6.1) and with this
+ * proxy appended to `Via` (§7.6.3) as `pseudonym`. `protocolVersion` is the
+ * version of the hop the message arrived on, e.g. `1.1`. Pure.
+ */
+export function forwardableHeaders(
+  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
+  protocolVersion: string,
+  pseudonym: string,
+): Record<string, string | string[]> {
+  const listed = connectionListed(headers);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue;
+    out[lower] = value;
+  }
+  const via = `${protocolVersion} ${pseudonym}`;
+  const existing = out['via'];
+  out['via'] = existing === undefined ? via : `${Array.isArray(existing) ? existing.join(', ') : existing}, ${via}`;
+  return out;
+}
+
+/** True when a `Via` value shows the message already passed through this proxy (a forwarding loop). */
+export function hasVisitedProxy(headers: IncomingHttpHeaders, pseudonym: string): boolean {
+  const via = headers['via'];
+  if (via === undefined) return false;
+  return via.split(',').some((hop) => hop.trim().split(/\s+/)[1] === pseudonym);
+}

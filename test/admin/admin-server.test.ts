@@ -1,0 +1,321 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, Agent, type IncomingHttpHeaders } from 'node:http';
+import { AdminServer, type AdminServerOptions } from '../../src/admin/admin-server.js';
+import { createLogger } from '../../src/audit/logger.js';
+import { METRIC_NAME, ProxyMetrics } from '../../src/audit/metrics.js';
+import { InvalidTargetError } from '../../src/errors.js';
+import type { Decision } from '../../src/policy/decision.js';
+import { CapturedLines, makeDecision, makeEntry } from '../audit/factories.js';
+
+const CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** One real HTTP request to 127.0.0.1:port; a fresh connection unless an agent is given. */
+function send(port: number, path: string, init: { method?: string; body?: string; agent?: Agent } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: init.method ?? 'GET', agent: init.agent ?? false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
+function json(reply: Reply): Record<string, unknown> {
+  assert.match(String(reply.headers['content-type']), /^application\/json/);
+  return JSON.parse(reply.body) as Record<string, unknown>;
+}
+
+/** Starts an AdminServer on 127.0.0.1:0 with the given collaborators. */
+async function start(options: Partial<AdminServerOptions> = {}): Promise<{ server: AdminServer; port: number; log: CapturedLines }> {
+  const log = new CapturedLines();
+  const server = new AdminServer({
+    metrics: new ProxyMetrics({}, { collectDefaultMetrics: false }),
+    logger: createLogger({ level: 'warn', destination: log }),
+    ...options,
+  });
+  const address = await server.listen('127.0.0.1', 0);
+  assert.equal(address.address, '127.0.0.1');
+  return { server, port: address.port, log };
+}
+
+describe('AdminServer with every collaborator', () => {
+  const metrics = new ProxyMetrics({ pacing: () => ({ queued: 4, inFlight: 1 }) }, { collectDefaultMetrics: false });
+  const explained: Array<{ url: string; userAgent: string }> = [];
+  const decision: Decision = makeDecision({ origin: 'https://example.test', path: '/private/x' });
+  let server: AdminServer;
+  let port: number;
+
+  before(async () => {
+    ({ server, port } = await start({
+      metrics,
+      explain: async (url, userAgent) => {
+        explained.push({ url, userAgent });
+        if (url.includes('invalid-target')) throw new InvalidTargetError('bad host');
+        if (url.includes('explode')) throw new Error('boom');
+        return decision;
+      },
+      caCertPem: () => CA_PEM,
+      health: () => ({ ok: true, details: { robotsCacheOrigins: 2 } }),
+    }));
+  });
+  after(() => server.close());
+
+  it('GET /healthz answers 200 {status: ok} with the details', async () => {
+    const reply = await send(port, '/healthz');
+    assert.equal(reply.status, 200);
+    assert.deepEqual(json(reply), { status: 'ok', details: { robotsCacheOrigins: 2 } });
+    assert.equal(reply.headers['cache-control'], 'no-store');
+  });
+
+  it('HEAD /healthz answers 200 without a body', async () => {
+    const reply = await send(port, '/healthz', { method: 'HEAD' });
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body, '');
+  });
+
+  it('GET /metrics answers Prometheus text with the observed counters', async () => {
+    metrics.observe(makeEntry());
+    const reply = await send(port, '/metrics');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.headers['content-type'], metrics.contentType);
+    assert.match(reply.body, new RegExp(`^${METRIC_NAME.requests}\\{verdict="deny",reason="rule-disallow"\\} 1$`, 'm'));
+    assert.match(reply.body, new RegExp(`^${METRIC_NAME.pacingQueued} 4$`, 'm'));
+  });
+
+  it('GET /explain answers the Decision for the url and ua asked', async () => {
+    const url = 'https://example.test/private/x?y=1';
+    const ua = 'Mozilla/5.0 (compatible; GPTBot/1.2)';
+    const reply = await send(port, `/explain?url=${encodeURIComponent(url)}&ua=${encodeURIComponent(ua)}`);
+    assert.equal(reply.status, 200);
+    assert.deepEqual(json(reply), JSON.parse(JSON.stringify(decision)));
+    assert.deepEqual(explained.at(-1), { url, userAgent: ua });
+  });
+
+  it('GET /explain without ua asks for an absent User-Agent', async () => {
+    const reply = await send(port, `/explain?url=${encodeURIComponent('http://example.test/')}`);
+    assert.equal(reply.status, 200);
+    assert.deepEqual(explained.at(-1), { url: 'http://example.test/', userAgent: '' });
+  });
+
+  it('GET /explain answers 400 for a missing or bad url, without calling explain', async () => {
+    const calls = explained.length;
+    for (const [query, code] of [
+      ['', 'missing-url'],
+      ['?ua=GPTBot', 'missing-url'],
+      ['?url=', 'missing-url'],
+      ['?url=not%20a%20url', 'bad-url'],
+      ['?url=%2Frelative%2Fpath', 'bad-url'],
+      ['?url=ftp%3A%2F%2Fexample.test%2F', 'bad-url'],
+    ] as const) {
+      const reply = await send(port, `/explain${query}`);
+      assert.equal(reply.status, 400, query);
+      assert.equal(json(reply).error, code, query);
+    }
+    assert.equal(explained.length, calls);
+  });
+
+  it('GET /explain maps an invalid target to 400 and any other failure to 500', async () => {
+    const invalid = await send(port, `/explain?url=${encodeURIComponent('http://invalid-target.test/')}`);
+    assert.equal(invalid.status, 400);
+    assert.equal(json(invalid).error, 'bad-url');
+    const failed = await send(port, `/explain?url=${encodeURIComponent('http://explode.test/')}`);
+    assert.equal(failed.status, 500);
+    assert.equal(json(failed).error, 'explain-failed');
+  });
+
+  it('GET /ca.pem answers the CA certificate as application/x-pem-file', async () => {
+    const reply = await send(port, '/ca.pem');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.headers['content-type'], 'application/x-pem-file');
+    assert.equal(reply.body, CA_PEM);
+  });
+
+  it('answers 404 for unknown routes', async () => {
+    for (const path of ['/', '/nope', '/healthz/extra', '/metrics.txt']) {
+      const reply = await send(port, path);
+      assert.equal(reply.status, 404, path);
+      assert.equal(json(reply).error, 'not-found', path);
+    }
+  });
+
+  it('answers 405 with Allow for other methods, ignoring bodies and closing the connection', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS']) {
+      const reply = await send(port, '/healthz', { method });
+      assert.equal(reply.status, 405, method);
+      assert.equal(reply.headers.allow, 'GET, HEAD');
+      assert.equal(json(reply).error, 'method-not-allowed');
+    }
+    const withBody = await send(port, '/metrics', { method: 'POST', body: 'x'.repeat(100_000) });
+    assert.equal(withBody.status, 405);
+    assert.equal(withBody.headers.connection, 'close');
+  });
+
+  it('answers 414 for a request target past 8 KiB', async () => {
+    const reply = await send(port, `/explain?url=${'a'.repeat(9000)}`);
+    assert.equal(reply.status, 414);
+    assert.equal(json(reply).error, 'uri-too-long');
+    const justUnder = await send(port, `/nope?${'a'.repeat(8000)}`);
+    assert.equal(justUnder.status, 404);
+  });
+});
+
+describe('AdminServer with missing or failing collaborators', () => {
+  it('answers 404 for /ca.pem and /explain when there is no CA and no explain', async () => {
+    const { server, port } = await start({ caCertPem: () => undefined });
+    try {
+      const ca = await send(port, '/ca.pem');
+      assert.equal(ca.status, 404);
+      assert.equal(json(ca).error, 'not-found');
+      const explain = await send(port, `/explain?url=${encodeURIComponent('http://example.test/')}`);
+      assert.equal(explain.status, 404);
+      assert.equal(json(explain).error, 'explain-unavailable');
+      const health = await send(port, '/healthz');
+      assert.equal(health.status, 200, 'no health callback means healthy');
+      assert.deepEqual(json(health), { status: 'ok' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 503 when unhealthy or when the health check throws', async () => {
+    let mode: 'down' | 'throw' = 'down';
+    const { server, port, log } = await start({
+      health: () => {
+        if (mode === 'throw') throw new Error('health exploded');
+        return { ok: false, details: { reason: 'robots cache closed' } };
+      },
+    });
+    try {
+      const down = await send(port, '/healthz');
+      assert.equal(down.status, 503);
+      assert.deepEqual(json(down), { status: 'unavailable', details: { reason: 'robots cache closed' } });
+      mode = 'throw';
+      const thrown = await send(port, '/healthz');
+      assert.equal(thrown.status, 503);
+      assert.equal(json(thrown).status, 'unavailable');
+      assert.equal(log.records().at(-1)?.level, 'warn');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 504 when explain takes longer than explainTimeoutMs', async () => {
+    const { server, port } = await start({ explain: () => new Promise<Decision>(() => undefined), explainTimeoutMs: 50 });
+    try {
+      const reply = await send(port, `/explain?url=${encodeURIComponent('http://example.test/')}`);
+      assert.equal(reply.status, 504);
+      assert.equal(json(reply).error, 'explain-timeout');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 500 when metrics cannot be rendered', async () => {
+    const metrics = new ProxyMetrics(
+      {
+        robotsCache: () => {
+          throw new Error('stats exploded');
+        },
+      },
+      { collectDefaultMetrics: false },
+    );
+    const { server, port, log } = await start({ metrics });
+    try {
+      const reply = await send(port, '/metrics');
+      assert.equal(reply.status, 500);
+      assert.equal(json(reply).error, 'metrics-failed');
+      assert.equal(log.records().at(-1)?.level, 'error');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('AdminServer lifecycle', () => {
+  /** Counts active handles of one kind (e.g. TCPServerWrap, TCPSocketWrap). */
+  function countResources(kind: string): number {
+    return process.getActiveResourcesInfo().filter((r) => r === kind).length;
+  }
+
+  async function waitFor(predicate: () => boolean, what: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!predicate()) {
+      assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('close() ends idle keep-alive connections and releases the listening socket', async () => {
+    // Every server of the suites above is closed; wait until their handles are gone.
+    await waitFor(() => countResources('TCPServerWrap') === 0, 'earlier listeners to be released');
+    const { server, port } = await start();
+    const agent = new Agent({ keepAlive: true });
+    try {
+      let isSocketClosed = false;
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/healthz', agent }, (res) => {
+          res.socket.once('close', () => {
+            isSocketClosed = true;
+          });
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(status, 200);
+      assert.equal(countResources('TCPServerWrap'), 1);
+      assert.equal(isSocketClosed, false, 'the keep-alive connection stays open until close()');
+      await server.close();
+      // Polled: the agent unrefs its idle socket, so only a timer keeps this test's loop awake.
+      await waitFor(() => isSocketClosed, 'the server to end the idle keep-alive connection');
+      await waitFor(() => countResources('TCPServerWrap') === 0, 'the listener to be released');
+      await assert.rejects(send(port, '/healthz'), { code: 'ECONNREFUSED' });
+    } finally {
+      agent.destroy();
+      await server.close();
+    }
+  });
+
+  it('close() also ends a connection whose request is still being answered', { timeout: 20_000 }, async () => {
+    let markArrived: () => void = () => undefined;
+    const arrived = new Promise<void>((resolve) => {
+      markArrived = resolve;
+    });
+    const { server, port } = await start({
+      explain: () => {
+        markArrived();
+        return new Promise<Decision>(() => undefined); // never answers
+      },
+    });
+    try {
+      const pending = send(port, `/explain?url=${encodeURIComponent('http://example.test/')}`);
+      await arrived;
+      await server.close(); // would wait forever if busy connections were left open
+      await assert.rejects(pending, { code: 'ECONNRESET' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('listen() rejects with EADDRINUSE on a taken port, and close() before listen resolves', async () => {
+    const { server, port } = await start();
+    const second = new AdminServer({ metrics: new ProxyMetrics({}, { collectDefaultMetrics: false }), logger: createLogger({ level: 'silent' }) });
+    try {
+      await assert.rejects(second.listen('127.0.0.1', port), { code: 'EADDRINUSE' });
+      await second.close();
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createLogger } from '../../src/audit/logger.js';
+import { REDACTED_VALUE } from '../../src/audit/redact.js';
+import { CapturedLines } from './factories.js';
+
+describe('createLogger', () => {
+  it('writes one JSON object per line with an ISO time, a word level and the message', () => {
+    const out = new CapturedLines();
+    const logger = createLogger({ level: 'info', destination: out });
+    logger.info({ answer: 42 }, 'hello');
+    logger.debug('below the level');
+    const records = out.records();
+    assert.equal(records.length, 1);
+    const [record] = records;
+    assert.equal(record?.level, 'info');
+    assert.equal(record?.msg, 'hello');
+    assert.equal(record?.answer, 42);
+    assert.match(String(record?.time), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it('honours the level, and silent writes nothing', () => {
+    const debugOut = new CapturedLines();
+    createLogger({ level: 'debug', destination: debugOut }).debug('shown');
+    assert.equal(debugOut.records().length, 1);
+    const silentOut = new CapturedLines();
+    createLogger({ level: 'silent', destination: silentOut }).fatal('hidden');
+    assert.equal(silentOut.text, '');
+  });
+
+  it('redacts secret headers wherever they appear, in any case', () => {
+    const out = new CapturedLines();
+    const logger = createLogger({ level: 'info', destination: out });
+    const headers = {
+      authorization: 'Basic c2VjcmV0',
+      'Proxy-Authorization': 'Bearer token-1',
+      cookie: 'session=abc',
+      'set-cookie': ['a=1', 'b=2'],
+      accept: 'text/html',
+    };
+    logger.info({ headers, upstream: { response: { headers: { 'SET-COOKIE': 'c=3' } } } }, 'with headers');
+    assert.doesNotMatch(out.text, /c2VjcmV0|token-1|session=abc|a=1|c=3/);
+    const [record] = out.records();
+    const logged = record?.headers as Record<string, unknown>;
+    assert.equal(logged.authorization, REDACTED_VALUE);
+    assert.equal(logged['Proxy-Authorization'], REDACTED_VALUE);
+    assert.equal(logged.cookie, REDACTED_VALUE);
+    assert.equal(logged['set-cookie'], REDACTED_VALUE);
+    assert.equal(logged.accept, 'text/html', 'other headers are kept');
+    assert.equal(headers.authorization, 'Basic c2VjcmV0', 'the logged object is not modified');
+  });
+
+  it('serializes an error without secrets as pino does, causes included', () => {
+    const out = new CapturedLines();
+    const logger = createLogger({ level: 'info', destination: out });
+    const cause = Object.assign(new Error('inner'), { headers: { authorization: 'Bearer in-cause' } });
+    logger.error(new Error('plain failure'));
+    logger.error({ err: new Error('outer', { cause }) }, 'with cause');
+    assert.doesNotMatch(out.text, /in-cause/);
+    const [first, second] = out.records();
+    const err = first?.err as Record<string, unknown>;
+    assert.equal(err.type, 'Error');
+    assert.equal(err.message, 'plain failure');
+    assert.match(String(err.stack), /plain failure/);
+    const outer = second?.err as Record<string, unknown>;
+    assert.match(String(outer.message), /^outer/);
+    assert.equal(outer.type, 'Error');
+  });
+
+  it('redacts req/res given as plain objects and errors carrying headers', () => {
+    const out = new CapturedLines();
+    const logger = createLogger({ level: 'info', destination: out });
+    const err = Object.assign(new Error('upstream said no'), { code: 'E_TEST', headers: { 'set-cookie': 'sid=zzz' } });
+    logger.error({ err, req: { method: 'GET', url: '/', headers: { cookie: 'sid=yyy' } } }, 'failed');
+    assert.doesNotMatch(out.text, /sid=zzz|sid=yyy/);
+    const [record] = out.records();
+    const loggedErr = record?.err as Record<string, unknown>;
+    assert.equal(loggedErr.type, 'Error');
+    assert.equal(loggedErr.message, 'upstream said no');
+    assert.equal(loggedErr.code, 'E_TEST');
+    assert.equal((loggedErr.headers as Record<string, unknown>)['set-cookie'], REDACTED_VALUE);
+  });
+});

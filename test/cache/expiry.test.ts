@@ -1,0 +1,43 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { freshLifetimeMs, retryDelayMs } from '../../src/cache/expiry.js';
+
+const LIMITS = { ttlMs: 86_400_000, minTtlMs: 60_000 };
+
+describe('freshLifetimeMs (RFC 9111 §5.2.2 within RFC 9309 §2.4)', () => {
+  const cases: Array<[string, string | string[] | undefined, string | undefined, number]> = [
+    ['no Cache-Control', undefined, undefined, 86_400_000],
+    ['unrelated directives', 'public, must-revalidate', undefined, 86_400_000],
+    ['max-age', 'max-age=7200', undefined, 7_200_000],
+    ['upper-case name, quoted value', 'Max-Age="7200"', undefined, 7_200_000],
+    ['split over two field lines', ['public', 'max-age=7200'], undefined, 7_200_000],
+    ['same value repeated', 'max-age=7200, max-age=7200', undefined, 7_200_000],
+    ['conflicting repeats are stale', 'max-age=7200, max-age=60', undefined, 60_000],
+    ['max-age=0', 'max-age=0', undefined, 60_000],
+    ['negative max-age is invalid', 'max-age=-5', undefined, 60_000],
+    ['max-age without a value', 'max-age', undefined, 60_000],
+    ['Age beyond max-age', 'max-age=100', '5000', 60_000],
+    ['invalid Age is ignored', 'max-age=7200', 'soon', 7_200_000],
+    ['s-maxage alone', 's-maxage=7200', undefined, 7_200_000],
+    ['no-store wins over max-age', 'max-age=7200, no-store', undefined, 60_000],
+  ];
+  for (const [label, cacheControl, age, expected] of cases) {
+    it(label, () => {
+      assert.equal(freshLifetimeMs(cacheControl, age, LIMITS), expected);
+    });
+  }
+});
+
+describe('retryDelayMs', () => {
+  it('doubles per earlier failure and stops at the ceiling', () => {
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5, 100].map((n) => retryDelayMs(60_000, 1_800_000, n)),
+      [60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000],
+    );
+  });
+
+  it('never goes below the first delay, even with a smaller ceiling', () => {
+    assert.equal(retryDelayMs(60_000, 1_000, 3), 60_000);
+    assert.equal(retryDelayMs(60_000, 1_800_000, -1), 60_000);
+  });
+});

@@ -1,0 +1,225 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../../src/errors.js';
+import { defaultConfig, loadConfig, parseConfig, validateConfig, type Config } from '../../src/config/index.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const fixture = (name: string) => relative(process.cwd(), join(root, 'test/fixtures/config', name));
+
+/** Runs `fn`, which must throw a ConfigError, and returns it. */
+function configErrorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    assert.equal(error.code, 'ERR_CONFIG');
+    return error;
+  }
+  assert.fail('expected a ConfigError, nothing was thrown');
+}
+
+describe('loadConfig: one fixture per failure mode', () => {
+  // [file, dotted key (undefined: the whole file), line, column]
+  const cases: [string, string | undefined, number, number][] = [
+    ['unknown-key.yaml', 'pacing.maxWiat', 12, 3],
+    ['unknown-section.yaml', 'pacng', 4, 1],
+    ['bad-indent.yaml', 'maxQueue', 5, 1],
+    ['tab-indent.yaml', 'port', 3, 1],
+    ['duplicate-key.yaml', 'robots.ttl', 4, 3],
+    ['unclosed-quote.yaml', 'robots.userAgent', 4, 1],
+    ['bad-duration.yaml', 'upstream.connectTimeout', 4, 3],
+    ['duration-without-unit.yaml', 'pacing.maxWait', 3, 3],
+    ['negative-duration.yaml', 'pacing.minDelay', 2, 3],
+    ['bad-size.yaml', 'robots.maxBytes', 3, 3],
+    ['bad-type.yaml', 'admin.enabled', 4, 3],
+    ['port-out-of-range.yaml', 'listen.port', 3, 3],
+    ['zero-concurrency.yaml', 'pacing.maxConcurrency', 3, 3],
+    ['bad-enum.yaml', 'pacing.model', 2, 3],
+    ['ttl-too-long.yaml', 'robots.ttl', 4, 3],
+    ['ca-cert-without-key.yaml', 'https.caCert', 3, 3],
+    ['bad-host-key.yaml', 'hosts["https://example.org/some/path"]', 4, 3],
+    ['bad-host-override.yaml', 'hosts["example.com"].maxConcurency', 4, 5],
+    ['port-collision.yaml', 'admin.port', 4, 3],
+    ['not-a-mapping.yaml', undefined, 1, 1],
+  ];
+  for (const [file, key, line, column] of cases) {
+    it(`${file}: ${key ?? '(whole file)'} at ${line}:${column}`, () => {
+      const path = fixture(file);
+      const error = configErrorOf(() => loadConfig(path));
+      assert.equal(error.key, key);
+      assert.equal(error.line, line);
+      assert.equal(error.column, column);
+      assert.ok(error.message.startsWith(`${path}:${line}:${column}: `), error.message);
+      // "pacing.maxWait: ..." for a bad value, 'unknown key "maxWiat" in pacing' for an unknown one.
+      const lastSegment = key?.match(/(?:^|\.)([\w-]+)$/)?.[1];
+      if (key !== undefined) assert.ok(error.message.includes(key) || error.message.includes(`"${lastSegment}"`), error.message);
+    });
+  }
+
+  it('suggests the nearest known key for a typo', () => {
+    assert.match(configErrorOf(() => loadConfig(fixture('unknown-key.yaml'))).message, /"maxWait"/);
+    assert.match(configErrorOf(() => loadConfig(fixture('unknown-section.yaml'))).message, /"pacing"/);
+    assert.match(configErrorOf(() => loadConfig(fixture('bad-host-override.yaml'))).message, /"maxConcurrency"/);
+  });
+
+  it('names an unreadable file and keeps the cause', () => {
+    const error = configErrorOf(() => loadConfig(fixture('no-such-file.yaml')));
+    assert.equal(error.line, undefined);
+    assert.equal((error.cause as NodeJS.ErrnoException).code, 'ENOENT');
+    assert.ok(error.message.startsWith(fixture('no-such-file.yaml')));
+  });
+
+  it('refuses a file larger than 1 MiB before parsing it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-config-'));
+    try {
+      const path = join(dir, 'huge.yaml');
+      writeFileSync(path, `# ${'x'.repeat(1_048_576)}\n`);
+      const error = configErrorOf(() => loadConfig(path));
+      assert.equal(error.key, undefined);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('parseConfig', () => {
+  it('reports every problem, the first in document order on the error', () => {
+    const text = ['pacing:', '  maxWait: 30', '  maxQueue: -1', 'listen:', '  port: 99999', 'typo: 1', ''].join('\n');
+    const error = configErrorOf(() => parseConfig(text, 'many.yaml'));
+    assert.equal(error.key, 'pacing.maxWait');
+    assert.equal(error.line, 2);
+    const lines = error.message.split('\n');
+    assert.deepEqual(
+      lines.map((l) => l.split(': ')[0]),
+      ['many.yaml:2:3', 'many.yaml:3:3', 'many.yaml:5:3', 'many.yaml:6:1'],
+    );
+  });
+
+  it('gives the defaults for an empty document, only comments, {} and null', () => {
+    for (const text of ['', '# nothing\n', '{}\n', '~\n']) {
+      assert.deepEqual(parseConfig(text, 'x.yaml'), defaultConfig(), JSON.stringify(text));
+    }
+    assert.deepEqual(loadConfig(fixture('empty.yaml')), defaultConfig());
+  });
+
+  it('treats a section with every child commented out as empty', () => {
+    const config = parseConfig('listen:\n  # port: 1\nrobots:\n', 'x.yaml');
+    assert.deepEqual(config.listen, defaultConfig().listen);
+    assert.deepEqual(config.robots, defaultConfig().robots);
+  });
+
+  it('refuses an empty value where a scalar is expected', () => {
+    const error = configErrorOf(() => parseConfig('listen:\n  port:\n', 'x.yaml'));
+    assert.equal(error.key, 'listen.port');
+    assert.equal(error.line, 2);
+  });
+
+  it('points at the key inside a flow mapping', () => {
+    const error = configErrorOf(() => parseConfig('pacing: {maxQueue: 5, maxWait: 3}\n', 'x.yaml'));
+    assert.equal(error.key, 'pacing.maxWait');
+    assert.deepEqual([error.line, error.column], [1, 23]);
+  });
+
+  it('follows aliases but refuses an alias bomb', () => {
+    const shared = 'x-timeout: &t 5s\n';
+    assert.equal(configErrorOf(() => parseConfig(shared, 'x.yaml')).key, 'x-timeout');
+    const ok = parseConfig('robots:\n  timeout: &t 5s\nupstream:\n  timeout: *t\n', 'x.yaml');
+    assert.equal(ok.upstream.timeoutMs, 5_000);
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]', ''].join('\n');
+    const error = configErrorOf(() => parseConfig(bomb, 'bomb.yaml'));
+    assert.equal(error.line, undefined);
+  });
+
+  it('refuses unknown tags', () => {
+    const error = configErrorOf(() => parseConfig('stateDir: !secret x\n', 'x.yaml'));
+    assert.equal(error.key, 'stateDir');
+    assert.equal(error.line, 1);
+  });
+});
+
+describe('valid sample', () => {
+  it('loads every key, in milliseconds and bytes, with hosts keys normalised', () => {
+    const expected: Config = {
+      listen: { host: '0.0.0.0', port: 3128 },
+      admin: { host: '::1', port: 0, enabled: false },
+      robots: {
+        userAgent: 'ExampleProxy/2.0 (+https://example.net/bot)',
+        ttlMs: 43_200_000,
+        minTtlMs: 300_000,
+        errorRetryMs: 30_000,
+        errorRetryMaxMs: 3_600_000,
+        maxBytes: 1_048_576,
+        maxRedirects: 7,
+        timeoutMs: 1_500,
+        maxOrigins: 500,
+      },
+      pacing: {
+        model: 'end-to-start',
+        maxConcurrency: 8,
+        minDelayMs: 250,
+        maxWaitMs: 90_000,
+        maxQueue: 50,
+        maxCrawlDelayMs: 120_000,
+        windowMs: 10_000,
+        backoffMs: 2_000,
+        maxBackoffMs: 60_000,
+        maxRetryAfterMs: 3_600_000,
+      },
+      upstream: { timeoutMs: 45_000, connectTimeoutMs: 5_000, allowPrivateNetworks: true, caFile: 'test/fixtures/tls/upstream-ca.pem' },
+      hosts: {
+        'https://example.com': { minDelayMs: 2_000, maxConcurrency: 1 },
+        'http://example.com:8080': { minDelayMs: 500 },
+        'example.org': { maxConcurrency: 2 },
+        '[::1]': {},
+      },
+      https: { mode: 'tunnel', caCert: 'state/ca.pem', caKey: 'state/ca-key.pem', leafTtlMs: 3_600_000 },
+      stateDir: '/var/lib/robots-proxy',
+      log: { level: 'debug' },
+    };
+    assert.deepEqual(loadConfig(fixture('valid.yaml')), expected);
+  });
+});
+
+describe('validateConfig', () => {
+  it('validates a plain object shaped like the file', () => {
+    const config = validateConfig({ pacing: { maxWait: '5s' }, listen: { port: 0 } });
+    assert.equal(config.pacing.maxWaitMs, 5_000);
+    assert.equal(config.listen.port, 0);
+  });
+
+  it('names the key without a line', () => {
+    const error = configErrorOf(() => validateConfig({ robots: { maxByts: 1 } }));
+    assert.equal(error.key, 'robots.maxByts');
+    assert.equal(error.line, undefined);
+  });
+});
+
+describe('defaultConfig', () => {
+  it('is what config/default.yaml says', () => {
+    assert.deepEqual(loadConfig(join(root, 'config/default.yaml')), defaultConfig());
+  });
+
+  it('returns a fresh object each time', () => {
+    const a = defaultConfig();
+    (a.listen as { port: number }).port = 1;
+    assert.equal(defaultConfig().listen.port, 8080);
+  });
+
+  it('has the documented values', () => {
+    const config = defaultConfig();
+    assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080 });
+    assert.deepEqual(config.admin, { host: '127.0.0.1', port: 9090, enabled: true });
+    assert.equal(config.robots.ttlMs, 24 * 3_600_000);
+    assert.equal(config.robots.maxBytes, 500 * 1024);
+    assert.equal(config.robots.maxRedirects, 5);
+    assert.equal(config.pacing.model, 'start-to-start');
+    assert.equal(config.upstream.allowPrivateNetworks, false);
+    assert.equal(config.https.mode, 'intercept');
+    assert.equal(config.stateDir, './state');
+    assert.deepEqual(config.hosts, {});
+  });
+});

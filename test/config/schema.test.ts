@@ -1,0 +1,134 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../../src/errors.js';
+import { validateConfig } from '../../src/config/index.js';
+import { knownKeysAt, normaliseHostKey } from '../../src/config/schema.js';
+
+function keyOfError(input: unknown): string | undefined {
+  try {
+    validateConfig(input);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError);
+    assert.equal(error.code, 'ERR_CONFIG');
+    return error.key;
+  }
+  assert.fail(`accepted ${JSON.stringify(input)}`);
+}
+
+describe('configSchema: values refused, with the key named', () => {
+  const cases: [unknown, string][] = [
+    [{ listen: { port: -1 } }, 'listen.port'],
+    [{ listen: { port: 8080.5 } }, 'listen.port'],
+    [{ listen: { host: 'http://127.0.0.1' } }, 'listen.host'],
+    [{ listen: { host: '127.0.0.1:8080' } }, 'listen.host'],
+    [{ admin: { enabled: 'true' } }, 'admin.enabled'],
+    [{ robots: { userAgent: 'bot\r\nX-Injected: 1' } }, 'robots.userAgent'],
+    [{ robots: { userAgent: '   ' } }, 'robots.userAgent'],
+    [{ robots: { ttl: '0' } }, 'robots.ttl'],
+    [{ robots: { ttl: '25h' } }, 'robots.ttl'],
+    [{ robots: { ttl: '30s', minTtl: '1m' } }, 'robots.minTtl'],
+    [{ robots: { errorRetry: '1h', errorRetryMax: '30m' } }, 'robots.errorRetryMax'],
+    [{ robots: { maxBytes: 0 } }, 'robots.maxBytes'],
+    [{ robots: { maxBytes: '1GiB' } }, 'robots.maxBytes'],
+    [{ robots: { maxRedirects: 21 } }, 'robots.maxRedirects'],
+    [{ robots: { maxOrigins: 0 } }, 'robots.maxOrigins'],
+    [{ robots: { timeout: '30d' } }, 'robots.timeout'], // beyond Node's timer range
+    [{ pacing: { maxConcurrency: 0 } }, 'pacing.maxConcurrency'],
+    [{ pacing: { maxQueue: -1 } }, 'pacing.maxQueue'],
+    [{ pacing: { maxCrawlDelay: '500ms' } }, 'pacing.maxCrawlDelay'],
+    [{ pacing: { window: 0 } }, 'pacing.window'],
+    [{ pacing: { backoff: '10s', maxBackoff: '5s' } }, 'pacing.maxBackoff'],
+    [{ pacing: { maxRetryAfter: '0' } }, 'pacing.maxRetryAfter'],
+    [{ upstream: { caFile: '' } }, 'upstream.caFile'],
+    [{ https: { caKey: 'key.pem' } }, 'https.caKey'],
+    [{ https: { mode: 'bump' } }, 'https.mode'],
+    [{ https: { leafTtl: '30s' } }, 'https.leafTtl'],
+    [{ https: { leafTtl: '30d' } }, 'https.leafTtl'],
+    [{ hosts: { 'example.com': { maxConcurrency: 0 } } }, 'hosts["example.com"].maxConcurrency'],
+    [{ hosts: { 'example.com': 5 } }, 'hosts["example.com"]'],
+    [{ hosts: { 'ftp://example.com': {} } }, 'hosts["ftp://example.com"]'],
+    [{ hosts: { 'example.com': {}, 'EXAMPLE.com': {} } }, 'hosts["EXAMPLE.com"]'],
+    [{ hosts: { ['__proto__']: { minDelay: '1s' } } }, 'hosts.__proto__'],
+    [{ log: { level: 'verbose' } }, 'log.level'],
+    [{ stateDir: 5 }, 'stateDir'],
+    [{ listen: { host: '0.0.0.0', port: 7000 }, admin: { port: 7000 } }, 'admin.port'],
+  ];
+  for (const [input, key] of cases) {
+    it(`${JSON.stringify(input)} -> ${key}`, () => {
+      assert.equal(keyOfError(input), key);
+    });
+  }
+});
+
+describe('configSchema: derived defaults', () => {
+  it('keeps the Cache-Control floor no higher than a short ttl', () => {
+    assert.equal(validateConfig({ robots: { ttl: '30s' } }).robots.minTtlMs, 30_000);
+    assert.equal(validateConfig({ robots: { ttl: '1h' } }).robots.minTtlMs, 60_000);
+  });
+
+  it('raises the retry and backoff ceilings to a long first step', () => {
+    assert.equal(validateConfig({ robots: { errorRetry: '1h' } }).robots.errorRetryMaxMs, 3_600_000);
+    assert.equal(validateConfig({ pacing: { backoff: '10m' } }).pacing.maxBackoffMs, 600_000);
+  });
+
+  it('allows the same port on different hosts, or when admin is off, or ephemeral', () => {
+    assert.doesNotThrow(() => validateConfig({ listen: { port: 7000 }, admin: { port: 7000, host: '127.0.0.2' } }));
+    assert.doesNotThrow(() => validateConfig({ listen: { port: 7000 }, admin: { port: 7000, enabled: false } }));
+    assert.doesNotThrow(() => validateConfig({ listen: { port: 0 }, admin: { port: 0 } }));
+  });
+
+  it('accepts RFC-deviating test values that are documented as such', () => {
+    const config = validateConfig({ robots: { maxBytes: 100, maxRedirects: 0 } });
+    assert.equal(config.robots.maxBytes, 100);
+    assert.equal(config.robots.maxRedirects, 0);
+  });
+});
+
+describe('normaliseHostKey', () => {
+  const accepted: [string, string][] = [
+    ['example.com', 'example.com'],
+    ['EXAMPLE.com', 'example.com'],
+    ['bücher.example', 'xn--bcher-kva.example'],
+    ['https://Example.COM', 'https://example.com'],
+    ['https://example.com:443', 'https://example.com'],
+    ['https://example.com/', 'https://example.com'],
+    ['http://example.com:8080', 'http://example.com:8080'],
+    ['http://127.0.0.1:80', 'http://127.0.0.1'],
+    ['127.0.0.1', '127.0.0.1'],
+    ['::1', '[::1]'],
+    ['[::1]', '[::1]'],
+    ['0:0::1', '[::1]'],
+    ['http://[::1]:8080', 'http://[::1]:8080'],
+  ];
+  for (const [key, value] of accepted) {
+    it(`${key} -> ${value}`, () => assert.deepEqual(normaliseHostKey(key), { ok: true, value }));
+  }
+  const refused = ['', 'example.com:8080', 'example.com/path', 'user@example.com', 'https://example.com/path', 'https://u:p@example.com', 'https://example.com?q', 'ftp://example.com', 'exa mple.com', 'https://'];
+  for (const key of refused) {
+    it(`refuses ${JSON.stringify(key)}`, () => assert.equal(normaliseHostKey(key).ok, false));
+  }
+});
+
+describe('config/default.yaml documents every key', () => {
+  const text = readFileSync(new URL('../../config/default.yaml', import.meta.url), 'utf8');
+  const lines = text.split('\n');
+
+  it('has a comment right above every key it sets', () => {
+    const undocumented = lines
+      .map((line, index) => ({ line, index }))
+      .filter(({ line }) => /^\s*[A-Za-z]\w*:/.test(line))
+      .filter(({ index }) => !/^\s*#/.test(lines[index - 1] ?? ''))
+      .map(({ line, index }) => `${index + 1}: ${line.trim()}`);
+    assert.deepEqual(undocumented, []);
+  });
+
+  it('mentions every key of the schema', () => {
+    const sections = knownKeysAt([]);
+    const keys = [...sections];
+    for (const section of sections) keys.push(...knownKeysAt(section === 'hosts' ? ['hosts', 'example.com'] : [section]));
+    assert.ok(keys.length > 40, 'the key list is not empty');
+    const missing = keys.filter((key) => !new RegExp(`^\\s*#?\\s*${key}\\b`, 'm').test(text));
+    assert.deepEqual(missing, []);
+  });
+});

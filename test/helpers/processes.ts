@@ -1,0 +1,110 @@
+/**
+ * Real child processes for end-to-end tests: origins in their own process and
+ * the proxy started through its CLI (`robots-proxy serve --config FILE`).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Recorded hit of an origin process. */
+export interface RemoteHit {
+  method: string;
+  url: string;
+  /** ms since the epoch, read in the origin process. */
+  atMs: number;
+  userAgent: string | undefined;
+}
+
+/** Origins running in a child process. */
+export interface OriginsProcess {
+  ports: Record<string, number>;
+  urlOf(name: string): string;
+  hits(name: string): Promise<RemoteHit[]>;
+  close(): Promise<void>;
+}
+
+function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => reject(new Error(`${what} did not start in ${timeoutMs} ms: ${stderr}`)), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code}: ${stderr}`));
+    });
+    lines.on('line', (line) => {
+      clearTimeout(timer);
+      resolve(line);
+    });
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+  });
+}
+
+/** Starts the origins of `specs` in a child process. */
+export async function startOriginsProcess(specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number }>): Promise<OriginsProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/helpers/origins-process.ts'), JSON.stringify(specs)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  const ports = JSON.parse(await firstLine(child, 'origins process')) as Record<string, number>;
+  return {
+    ports,
+    urlOf: (name) => `http://127.0.0.1:${ports[name]}`,
+    hits: async (name) => (await (await fetch(`http://127.0.0.1:${ports[name]}/__hits`)).json()) as RemoteHit[],
+    close: () => stop(child),
+  };
+}
+
+/** The proxy running as `robots-proxy serve` in a child process. */
+export interface ProxyProcess {
+  proxyPort: number;
+  adminPort: number | undefined;
+  /** JSON log lines seen so far. */
+  logs: Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/** Writes `yaml` to a temp file and runs `robots-proxy serve --config` on it; resolves when it listens. */
+export async function startProxyProcess(yaml: string): Promise<ProxyProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-e2e-'));
+  const configPath = join(dir, 'config.yaml');
+  writeFileSync(configPath, yaml.replaceAll('$STATE', join(dir, 'state')));
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli.ts'), 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: Array<Record<string, unknown>> = [];
+  const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => reject(new Error(`proxy did not start: ${stderr}`)), 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`proxy exited with ${code}: ${stderr}`));
+    });
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      let record: Record<string, unknown>;
+      try {
+        record = JSON.parse(line);
+      } catch {
+        return;
+      }
+      logs.push(record);
+      if (record['event'] === 'listening') {
+        clearTimeout(timer);
+        resolve(record);
+      }
+    });
+  });
+  const ready = await listening;
+  const portOf = (hostPort: unknown): number | undefined => (typeof hostPort === 'string' ? Number(hostPort.split(':').pop()) : undefined);
+  return { proxyPort: portOf(ready['proxy'])!, adminPort: portOf(ready['admin']), logs, close: () => stop(child) };
+}

@@ -1,0 +1,114 @@
+/**
+ * The four-host scenario (issue #3): four origins answering pages in 10 ms;
+ * A and C disallow /private/, B the same plus Crawl-delay 0.05, D answers 404
+ * for robots.txt. A client with 32 concurrent connections and a bot
+ * User-Agent fetches 60 pages from each and 27 URLs under /private/.
+ *
+ * The proxy runs as `robots-proxy serve` and the origins in a process of
+ * their own, so the start times the origins record are not skewed by the
+ * client load in this process.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { proxyGet } from '../helpers/harness.js';
+import { startOriginsProcess, startProxyProcess, type OriginsProcess, type ProxyProcess, type RemoteHit } from '../helpers/processes.js';
+
+const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+const NAMES = ['A', 'B', 'C', 'D'] as const;
+
+describe('four-host scenario over HTTP', () => {
+  let origins: OriginsProcess;
+  let proxy: ProxyProcess;
+  const results: Array<{ host: string; path: string; status: number; body: string; decision: string }> = [];
+  const hits: Record<string, RemoteHit[]> = {};
+
+  before(async () => {
+    const disallow = 'User-agent: *\nDisallow: /private/\n';
+    [origins, proxy] = await Promise.all([
+      startOriginsProcess({
+        A: { robots: disallow, pageDelayMs: 10 },
+        B: { robots: disallow + 'Crawl-delay: 0.05\n', pageDelayMs: 10 },
+        C: { robots: disallow, pageDelayMs: 10 },
+        D: { robotsStatus: 404, robots: 'not found', pageDelayMs: 10 },
+      }),
+      startProxyProcess(
+        'listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\npacing: { maxConcurrency: 8, maxWait: 60s }\nlog: { level: info }\nstateDir: $STATE\nhttps: { mode: tunnel }\n',
+      ),
+    ]);
+
+    const work: Array<{ host: (typeof NAMES)[number]; path: string }> = [];
+    for (let i = 0; i < 60; i++) for (const host of NAMES) work.push({ host, path: `/page/${i}?q=${i}` });
+    for (let i = 0; i < 27; i++) work.splice(i * 9, 0, { host: NAMES[i % 3]!, path: `/private/${i}` });
+
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < work.length) {
+        const item = work[next++]!;
+        const r = await proxyGet(proxy.proxyPort, origins.urlOf(item.host) + item.path, { agent, headers: { 'user-agent': BOT_UA } });
+        results.push({ host: item.host, path: item.path, status: r.status, body: r.body, decision: String(r.headers['x-robots-proxy-decision']) });
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, worker));
+    agent.destroy();
+    for (const name of NAMES) hits[name] = await origins.hits(name);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origins?.close();
+  });
+
+  it('fetches each origin\'s robots.txt exactly once', () => {
+    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url === '/robots.txt').length, 1, `robots.txt hits at ${name}`);
+  });
+
+  it('sends nothing under /private/ to any origin', () => {
+    for (const name of NAMES) assert.deepEqual(hits[name]!.filter((h) => h.url.startsWith('/private/')), [], `private hits at ${name}`);
+  });
+
+  it('answers all 27 private URLs with 403 naming the rule', () => {
+    const denied = results.filter((r) => r.path.startsWith('/private/'));
+    assert.equal(denied.length, 27);
+    for (const r of denied) {
+      assert.equal(r.status, 403);
+      assert.equal(r.decision, 'deny; reason=rule-disallow');
+      assert.match(r.body, /disallow: \/private\/ +\(line 2\)/);
+    }
+  });
+
+  it('answers every page with 200 and the origin\'s body', () => {
+    const pages = results.filter((r) => r.path.startsWith('/page/'));
+    assert.equal(pages.length, 240);
+    for (const r of pages) {
+      assert.equal(r.status, 200, `${r.host}${r.path}: ${r.body}`);
+      assert.equal(r.body, `page ${r.path}\n`);
+    }
+    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url.startsWith('/page/')).length, 60, `pages at ${name}`);
+    assert.ok(results.filter((r) => r.host === 'D' && r.path.startsWith('/page/')).every((r) => r.decision === 'allow; reason=robots-unavailable'));
+  });
+
+  it('spaces request starts at B by at least 50 ms, at a rate of at least 19/s', () => {
+    // As the proxy sent them (its access log, ms precision: 1 ms of rounding allowed).
+    const sent = proxy.logs
+      .filter((l) => typeof l['url'] === 'string' && (l['url'] as string).startsWith(origins.urlOf('B') + '/page/'))
+      .map((l) => Date.parse(String(l['upstreamStartedAt'])))
+      .sort((a, b) => a - b);
+    assert.equal(sent.length, 60);
+    const sentGaps = sent.slice(1).map((t, i) => t - sent[i]!);
+    assert.ok(Math.min(...sentGaps) >= 49, `smallest gap as sent ${Math.min(...sentGaps)} ms`);
+
+    // As the origin saw them. Its own process reads the clock when it handles each request, so OS
+    // scheduling on this shared 2-core machine adds a few ms of noise to single gaps.
+    const starts = hits['B']!.filter((h) => h.url.startsWith('/page/')).map((h) => h.atMs);
+    assert.equal(starts.length, 60);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    if (process.env.DEBUG_GAPS) console.log(gaps.map((g) => g.toFixed(1)).join(' '), sentGaps.join(' '));
+    const smallest = Math.min(...gaps);
+    assert.ok(smallest >= 45, `smallest gap at the origin ${smallest.toFixed(2)} ms`);
+    const rate = (starts.length - 1) / ((starts[starts.length - 1]! - starts[0]!) / 1000);
+    assert.ok(rate <= 20.05, `rate ${rate.toFixed(2)}/s above the 20/s ceiling`);
+    assert.ok(rate >= 19, `rate ${rate.toFixed(2)}/s is below 19/s`);
+  });
+});
