@@ -69,8 +69,6 @@ export interface PacingConfig {
   readonly maxWaitMs: number;
   /** Requests waiting per origin; one more gets 429. 0: never queue. @default 1000 */
   readonly maxQueue: number;
-  /** Crawl-delay values above this are clamped to it, ms (absurd delays would hold queues for hours). @default 60_000 */
-  readonly maxCrawlDelayMs: number;
   /** Window length for the `window` model, ms; ignored by the other models. @default 1000 */
   readonly windowMs: number;
   /** First pause after an upstream 429/503 without Retry-After, ms; doubles, full jitter. @default 1000 */

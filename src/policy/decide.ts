@@ -27,7 +27,7 @@ export interface DecisionRequest {
  * Pure; never throws.
  */
 export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
-  const base = { origin: request.origin, snapshot: snapshot.info };
+  const base = { origin: request.origin, snapshot: snapshot.info, agentTokens: request.productTokens };
   if (snapshot.info.state === 'ok' && snapshot.robots !== null) {
     const r = evaluate(snapshot.robots, request.productTokens, request.pathAndQuery);
     return {
@@ -62,7 +62,7 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
  */
 export function decideWithoutRobots(
   reason: DecisionReason,
-  fields: { origin?: string; path?: string; detail?: string; verdict?: 'allow' | 'deny' } = {},
+  fields: { origin?: string; path?: string; detail?: string; verdict?: 'allow' | 'deny'; agentTokens?: readonly string[] } = {},
 ): Decision {
   return {
     verdict: fields.verdict ?? 'deny',
@@ -70,6 +70,7 @@ export function decideWithoutRobots(
     origin: fields.origin ?? '',
     path: fields.path ?? '',
     productToken: null,
+    agentTokens: fields.agentTokens ?? [],
     group: null,
     rule: null,
     crawlDelaySeconds: null,

@@ -98,6 +98,8 @@ export interface Decision {
   path: string;
   /** The product token that chose the group, or null when none did (the `*` group or no group applied). */
   productToken: string | null;
+  /** Candidate product tokens read from the client's User-Agent, in preference order (may be empty). */
+  agentTokens: readonly string[];
   /** The group that applied: its product token as written, `*`, or null when none applied. */
   group: string | null;
   /** The winning rule, or null. */

@@ -84,7 +84,7 @@ export class RequestPipeline {
     const guarded = await this.deps.guard.check(target.hostname);
     if (!guarded.allowed) {
       const detail = 'address' in guarded ? `${target.hostname} is ${guarded.address}` : guarded.error;
-      return { decision: decideWithoutRobots('target-private-network', { origin, path, detail }), productTokens };
+      return { decision: decideWithoutRobots('target-private-network', { origin, path, detail, agentTokens: productTokens }), productTokens };
     }
     const snapshot = await this.deps.robots.get(origin);
     let decision = decide(snapshot, { origin, pathAndQuery: path, productTokens });

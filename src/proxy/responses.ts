@@ -140,7 +140,8 @@ function explain(d: Decision, retryAfter: number | undefined, options: RenderOpt
     if (d.reason === 'robots-unreachable') lines.push(`retried:       ${iso(s.expiresAtMs)}`);
   }
   if (d.snapshot?.state === 'ok') {
-    lines.push(`product token: ${d.productToken ?? '(none matched a group)'}`);
+    const candidates = d.agentTokens.length > 0 ? d.agentTokens.join(', ') : '(none in the User-Agent)';
+    lines.push(`product token: ${d.productToken ?? `${candidates}: no group names it`}`);
     lines.push(`group:         ${d.group === null ? '(none)' : `user-agent: ${d.group}`}`);
   }
   if (d.rule) lines.push(`rule:          ${d.rule.kind}: ${d.rule.pattern}   (line ${d.rule.line})`);

@@ -32,6 +32,7 @@ export function makeDecision(overrides: Partial<Decision> = {}): Decision {
     origin: 'http://127.0.0.1:8081',
     path: '/private/page?x=1',
     productToken: 'gptbot',
+    agentTokens: ['gptbot'],
     group: 'GPTBot',
     rule: { kind: 'disallow', pattern: '/private/', line: 3 },
     crawlDelaySeconds: null,

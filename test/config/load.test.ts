@@ -163,7 +163,6 @@ describe('valid sample', () => {
         minDelayMs: 250,
         maxWaitMs: 90_000,
         maxQueue: 50,
-        maxCrawlDelayMs: 120_000,
         windowMs: 10_000,
         backoffMs: 2_000,
         maxBackoffMs: 60_000,

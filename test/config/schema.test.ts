@@ -36,7 +36,6 @@ describe('configSchema: values refused, with the key named', () => {
     [{ robots: { timeout: '30d' } }, 'robots.timeout'], // beyond Node's timer range
     [{ pacing: { maxConcurrency: 0 } }, 'pacing.maxConcurrency'],
     [{ pacing: { maxQueue: -1 } }, 'pacing.maxQueue'],
-    [{ pacing: { maxCrawlDelay: '500ms' } }, 'pacing.maxCrawlDelay'],
     [{ pacing: { window: 0 } }, 'pacing.window'],
     [{ pacing: { backoff: '10s', maxBackoff: '5s' } }, 'pacing.maxBackoff'],
     [{ pacing: { maxRetryAfter: '0' } }, 'pacing.maxRetryAfter'],

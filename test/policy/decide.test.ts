@@ -1,0 +1,65 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
+import type { RobotsSnapshot } from '../../src/policy/snapshot.js';
+import type { SnapshotInfo } from '../../src/policy/decision.js';
+import { parseRobotsTxt } from '../../src/robots/index.js';
+
+function snapshot(state: SnapshotInfo['state'], body?: string, extra: Partial<SnapshotInfo> = {}): RobotsSnapshot {
+  return {
+    info: { url: 'http://a.example/robots.txt', state, status: state === 'ok' ? 200 : 503, error: undefined, fetchedAtMs: 1000, expiresAtMs: 61_000, bytes: body?.length ?? 0, truncated: false, ...extra },
+    robots: state === 'ok' ? parseRobotsTxt(body ?? '') : null,
+  };
+}
+
+const request = (pathAndQuery: string, productTokens: string[] = ['GPTBot']) => ({ origin: 'http://a.example', pathAndQuery, productTokens });
+
+describe('decide', () => {
+  const ok = snapshot('ok', 'User-agent: *\nDisallow: /x\n\nUser-agent: GPTBot\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 0.5\n');
+
+  it('carries the rule, group, token and crawl-delay of a disallow (RFC 9309 §2.2.2)', () => {
+    const d = decide(ok, request('/private/a?b=1'));
+    assert.equal(d.verdict, 'deny');
+    assert.equal(d.reason, 'rule-disallow');
+    assert.equal(d.productToken, 'GPTBot');
+    assert.equal(d.group, 'GPTBot');
+    assert.deepEqual(d.rule, { kind: 'disallow', pattern: '/private/', line: 5 });
+    assert.equal(d.crawlDelaySeconds, 0.5);
+    assert.equal(d.path, '/private/a?b=1');
+    assert.deepEqual(d.agentTokens, ['GPTBot']);
+    assert.equal(d.snapshot, ok.info);
+  });
+
+  it('uses the * group when no group names the token', () => {
+    const d = decide(ok, request('/x/1', ['OtherBot']));
+    assert.equal(d.reason, 'rule-disallow');
+    assert.equal(d.group, '*');
+    assert.equal(d.productToken, null);
+    assert.equal(d.crawlDelaySeconds, null);
+  });
+
+  it('allows all when robots.txt is unavailable (4xx, §2.3.1.3)', () => {
+    const d = decide(snapshot('unavailable', undefined, { status: 404 }), request('/anything'));
+    assert.equal(d.verdict, 'allow');
+    assert.equal(d.reason, 'robots-unavailable');
+  });
+
+  it('disallows all when robots.txt is unreachable (§2.3.1.4), except /robots.txt itself', () => {
+    const unreachable = snapshot('unreachable', undefined, { status: 503 });
+    assert.equal(decide(unreachable, request('/anything')).reason, 'robots-unreachable');
+    assert.equal(decide(unreachable, request('/anything')).verdict, 'deny');
+    assert.equal(decide(unreachable, request('/robots.txt')).verdict, 'allow');
+    assert.equal(decide(unreachable, request('/robots.txt')).reason, 'robots-txt-itself');
+  });
+
+  it('normalises the tested path (§2.2.2)', () => {
+    assert.equal(decide(ok, request('/%7Efoo/caf\u00e9')).path, '/~foo/caf%C3%A9');
+  });
+
+  it('builds robots-less decisions with a reason and detail', () => {
+    const d = decideWithoutRobots('target-private-network', { origin: 'http://10.0.0.1', detail: 'private' });
+    assert.equal(d.verdict, 'deny');
+    assert.equal(d.snapshot, null);
+    assert.equal(d.detail, 'private');
+  });
+});
