@@ -41,7 +41,11 @@ type Directive = 'user-agent' | 'allow' | 'disallow' | 'sitemap' | 'crawl-delay'
  * - Groups (§2.2.1): `user-agent` lines open a group; the group is closed by
  *   the first `user-agent` line after an `allow`/`disallow`. Blank lines,
  *   comments, sitemaps and unknown lines do not end a group.
- * - `crawl-delay` (extension, §2.2.4): decimal seconds, fractions included;
+ * - `crawl-delay` (extension, §2.2.4): decimal seconds, fractions included.
+ *   It does not end a group either (so the rules stay the reference's), but
+ *   it applies only to the `user-agent` lines just before it: in
+ *   `User-agent: A / Crawl-delay: 5 / User-agent: B / Disallow: /x`, A and B
+ *   share `Disallow: /x` and only A has the 5 s delay;
  *   `request-rate` (extension, not in RFC 9309): `n/seconds[smh]`.
  *
  * Pure; never throws.
@@ -121,6 +125,10 @@ class RobotsBuilder {
   private current: Group | undefined;
   /** True once the current group has an allow/disallow: the next user-agent opens a new group. */
   private hasRules = false;
+  /** Lower-cased tokens of the latest run of consecutive user-agent lines: what a crawl-delay applies to. */
+  private runTokens: string[] = [];
+  /** True while the previous record was a user-agent line (the run is still growing). */
+  private isRunOpen = false;
 
   warn(line: number, code: string, message: string): void {
     if (this.warnings.length < MAX_WARNINGS) this.warnings.push({ line, code, message });
@@ -159,16 +167,24 @@ class RobotsBuilder {
   }
 
   private record(line: number, directive: Directive, key: string, value: string): void {
+    const wasRunOpen = this.isRunOpen;
+    this.isRunOpen = directive === 'user-agent';
     switch (directive) {
       case 'user-agent': {
         if (this.current === undefined || this.hasRules) {
-          this.current = { productTokens: [], rules: [], crawlDelaySeconds: undefined, requestRate: undefined, line };
+          this.current = { productTokens: [], rules: [], crawlDelaySeconds: undefined, crawlDelayByToken: new Map(), requestRate: undefined, line };
           this.groups.push(this.current);
           this.hasRules = false;
+          this.runTokens = [];
+        } else if (!wasRunOpen) {
+          this.runTokens = [];
         }
         const token = productTokenOf(value);
         if (token.length === 0) this.warn(line, 'invalid-user-agent', `user-agent value "${utf8(value)}" names no product token`);
-        else this.current.productTokens.push(token);
+        else {
+          this.current.productTokens.push(token);
+          this.runTokens.push(token.toLowerCase());
+        }
         return;
       }
       case 'allow':
@@ -186,6 +202,9 @@ class RobotsBuilder {
         const seconds = DECIMAL.test(value) ? Number(value) : NaN;
         if (!Number.isFinite(seconds)) return this.warn(line, 'invalid-crawl-delay', `crawl-delay "${utf8(value)}" is not a non-negative decimal number of seconds`);
         this.current.crawlDelaySeconds = Math.max(this.current.crawlDelaySeconds ?? 0, seconds);
+        for (const token of this.runTokens) {
+          this.current.crawlDelayByToken.set(token, Math.max(this.current.crawlDelayByToken.get(token) ?? 0, seconds));
+        }
         return;
       }
       case 'request-rate': {
@@ -255,9 +274,8 @@ function mergeGroups(groups: readonly Group[]): Map<string, MergedGroup> {
       if (entry.lines.includes(group.line)) continue;
       entry.lines.push(group.line);
       for (const rule of group.rules) entry.rules.push(rule);
-      if (group.crawlDelaySeconds !== undefined) {
-        entry.crawlDelaySeconds = Math.max(entry.crawlDelaySeconds ?? 0, group.crawlDelaySeconds);
-      }
+      const delay = group.crawlDelayByToken.get(key);
+      if (delay !== undefined) entry.crawlDelaySeconds = Math.max(entry.crawlDelaySeconds ?? 0, delay);
       entry.requestRate ??= group.requestRate;
     }
   }

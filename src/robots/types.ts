@@ -37,8 +37,15 @@ export interface Group {
    */
   productTokens: string[];
   rules: Rule[];
-  /** Crawl-delay in seconds, fractions allowed (extension, §2.2.4); undefined when absent or invalid. */
+  /** Largest crawl-delay in the group, seconds, fractions allowed (extension, §2.2.4); undefined when absent or invalid. */
   crawlDelaySeconds: number | undefined;
+  /**
+   * Crawl-delay in seconds per lower-cased product token of the group. A
+   * crawl-delay line applies to the `user-agent` lines just before it (the
+   * run since the last other record), which is how files that give each bot
+   * its own delay are written; rules still apply to the whole group (§2.2.1).
+   */
+  crawlDelayByToken: Map<string, number>;
   /** Request-rate (extension, not in RFC 9309); undefined when absent or invalid. */
   requestRate: RequestRate | undefined;
   /** Line of the group's first `user-agent` line. */
@@ -55,7 +62,7 @@ export interface MergedGroup {
   productToken: string;
   /** The rules of every group naming the token, in file order. */
   rules: Rule[];
-  /** Largest crawl-delay in seconds among the merged groups (the most polite reading); undefined when none. */
+  /** Crawl-delay in seconds for this token: the largest one any merged group gives it (the most polite reading); undefined when none. */
   crawlDelaySeconds: number | undefined;
   /** Request-rate of the first merged group that declares one. */
   requestRate: RequestRate | undefined;

@@ -110,6 +110,16 @@ describe('parseRobotsTxt: crawl-delay and request-rate (extensions, §2.2.4)', (
     });
   }
 
+  it('applies a crawl-delay to the user-agent lines just before it, rules to the whole group', () => {
+    const robots = parseRobotsTxt('User-agent: a\nCrawl-delay: 5\n\nUser-agent: b\nUser-agent: c\nCrawl-delay: 0.5\n\nUser-agent: d\nDisallow: /x\nCrawl-delay: 2\n');
+    assert.equal(robots.groups.length, 1, 'crawl-delay does not end a group (RFC 9309 §2.2)');
+    assert.equal(robots.groupsByToken.get('a')?.crawlDelaySeconds, 5);
+    assert.equal(robots.groupsByToken.get('b')?.crawlDelaySeconds, 0.5);
+    assert.equal(robots.groupsByToken.get('c')?.crawlDelaySeconds, 0.5);
+    assert.equal(robots.groupsByToken.get('d')?.crawlDelaySeconds, 2);
+    for (const token of ['a', 'b', 'c', 'd']) assert.deepEqual(robots.groupsByToken.get(token)?.rules.map((r) => r.pattern), ['/x'], token);
+  });
+
   it('parses Request-rate n/seconds with units', () => {
     assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 1/5\n', 'a')?.requestRate, { requests: 1, seconds: 5 });
     assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 3/1m\n', 'a')?.requestRate, { requests: 3, seconds: 60 });

@@ -1,0 +1,86 @@
+/**
+ * `robots-proxy serve --config FILE` as a real child process (issue #3): a
+ * config with a typo stops the start naming the key and its line; a valid one
+ * starts, logs where it listens, and answers /healthz on the admin port.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startProxyProcess } from '../helpers/processes.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = join(root, 'src/cli.ts');
+
+/** Runs `robots-proxy serve --config <yaml in a temp file>` until it exits (30 s at most). */
+function serveUntilExit(yaml: string): Promise<{ code: number | null; stdout: string; stderr: string; configPath: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'robots-serve-'));
+  const configPath = join(dir, 'config.yaml');
+  writeFileSync(configPath, yaml);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      rmSync(dir, { recursive: true, force: true });
+      resolve({ code, stdout, stderr, configPath });
+    });
+  });
+}
+
+describe('robots-proxy serve', () => {
+  it('refuses a config with a typo, naming the key and its line', async () => {
+    const yaml = [
+      'listen: { host: 127.0.0.1, port: 0 }',
+      'admin: { enabled: false }',
+      'robots:',
+      '  ttl: 1h',
+      'pacing: { maxWiat: 5s }',
+      'log: { level: info }',
+      '',
+    ].join('\n');
+    const r = await serveUntilExit(yaml);
+    assert.notEqual(r.code, 0, 'exit status');
+    assert.equal(r.code, 2, 'configuration errors exit with 2');
+    assert.match(r.stderr, /maxWiat/);
+    assert.ok(r.stderr.includes(`${r.configPath}:5:`), `names the file and line 5: ${r.stderr}`);
+    assert.match(r.stderr, /maxWait/, 'suggests the right key');
+    assert.doesNotMatch(r.stdout, /"event":"listening"/);
+  });
+
+  it('refuses a bad value, naming the key and its line', async () => {
+    const r = await serveUntilExit('listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream:\n  timeout: soon\n');
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /upstream\.timeout/);
+    assert.ok(r.stderr.includes(`${r.configPath}:4:`), r.stderr);
+  });
+
+  it('starts with a valid config and answers /healthz on the admin port', async () => {
+    const proxy = await startProxyProcess(
+      'listen: { host: 127.0.0.1, port: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nhttps: { mode: tunnel }\nstateDir: $STATE\nlog: { level: info }\n',
+    );
+    try {
+      assert.ok(proxy.proxyPort > 0, 'the listening line names the proxy port');
+      assert.ok(proxy.adminPort !== undefined && proxy.adminPort > 0, 'the listening line names the admin port');
+      assert.notEqual(proxy.adminPort, proxy.proxyPort);
+      const health = await fetch(`http://127.0.0.1:${proxy.adminPort}/healthz`);
+      assert.equal(health.status, 200);
+      assert.deepEqual(await health.json(), { status: 'ok' });
+      // The proxy port answers as a proxy: an origin-form request gets 400.
+      const direct = await fetch(`http://127.0.0.1:${proxy.proxyPort}/`);
+      assert.equal(direct.status, 400);
+      assert.equal(direct.headers.get('x-robots-proxy-decision'), 'deny; reason=bad-request');
+      await direct.body?.cancel();
+    } finally {
+      await proxy.close();
+    }
+  });
+});

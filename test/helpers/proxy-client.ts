@@ -1,0 +1,86 @@
+/**
+ * Client-side helpers for end-to-end proxy tests: a request through the proxy
+ * with any method, headers and body (answers as bytes), a raw exchange on a
+ * socket (for request lines Node's client will not send), and polling.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { Readable } from 'node:stream';
+
+/** A response as read by {@link proxyRequest}. */
+export interface ProxyAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** `x-robots-proxy-decision`, or '' when absent. */
+  decision: string;
+}
+
+/**
+ * Sends one absolute-form request to the proxy on 127.0.0.1:`proxyPort` and
+ * reads the whole answer. `body` is written (Buffer) or piped (stream); a new
+ * connection is used unless `agent` is given.
+ */
+export function proxyRequest(
+  proxyPort: number,
+  url: string,
+  options: { method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | Readable; agent?: http.Agent | false } = {},
+): Promise<ProxyAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port: proxyPort, method: options.method ?? 'GET', path: url, headers: options.headers, agent: options.agent ?? false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), decision: String(res.headers['x-robots-proxy-decision'] ?? '') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (options.body === undefined) req.end();
+    else if (Buffer.isBuffer(options.body)) req.end(options.body);
+    else options.body.pipe(req);
+  });
+}
+
+/** Writes `text` on a new connection to 127.0.0.1:`port` and resolves with everything read until the server closes (or `timeoutMs`). */
+export function rawExchange(port: number, text: string, timeoutMs = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (received += d));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(received);
+    });
+    socket.write(text);
+  });
+}
+
+/** Resolves once `condition()` holds; rejects after `timeoutMs` naming `what`. Polls every 10 ms. */
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Resolves after `ms` of real time. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
+export async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
