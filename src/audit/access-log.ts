@@ -5,6 +5,7 @@
  * keys. Field names are the constants below, so dashboards and tests share
  * them. Extension, not in RFC 9309.
  */
+import { SAFE_RECORD } from './logger.js';
 import type { Logger } from 'pino';
 import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from './access-entry.js';
@@ -189,5 +190,8 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
  * @param entry the finished request.
  */
 export function writeAccessLog(logger: Logger, entry: AccessEntry): void {
-  logger.info(toAccessLogRecord(entry), ACCESS_LOG_MESSAGE);
+  if (!logger.isLevelEnabled('info')) return;
+  const record = toAccessLogRecord(entry) as AccessLogRecord & { [SAFE_RECORD]?: true };
+  record[SAFE_RECORD] = true;
+  logger.info(record, ACCESS_LOG_MESSAGE);
 }

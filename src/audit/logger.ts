@@ -18,6 +18,12 @@ export interface LoggerOptions {
 }
 
 /**
+ * Marks a log record built only from fields we choose (no headers, no
+ * errors): the redaction walk skips it. Symbol keys are not serialised.
+ */
+export const SAFE_RECORD = Symbol('robots-proxy.safe-record');
+
+/**
  * Creates the process logger: pino 10, one JSON object per line, ISO-8601
  * `time`, the level as a word (`"level":"info"`).
  *
@@ -34,14 +40,17 @@ export interface LoggerOptions {
  * @throws Error from pino when `level` is not a pino level.
  */
 export function createLogger(options: LoggerOptions): Logger {
-  const destination = options.destination ?? pino.destination({ dest: 1, sync: true });
+  // Asynchronous writes: a synchronous write(2) per access line costs the proxy a fifth of its
+  // throughput. Lines are written as soon as the event loop allows; `logger.flush()` on shutdown.
+  const destination = options.destination ?? pino.destination({ dest: 1, sync: false });
   return pino(
     {
       level: options.level,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: {
         level: (label: string) => ({ level: label }),
-        log: (object: Record<string, unknown>) => redactSecrets(object),
+        // Access log records are built from fields we choose and hold no headers: no walk needed.
+        log: (object: Record<string | symbol, unknown>) => (object[SAFE_RECORD] === true ? object : redactSecrets(object)),
       },
       serializers: {
         // An error that held a secret arrives already serialized (and redacted) as a plain object.

@@ -1,12 +1,16 @@
 /**
  * Forwards allowed requests upstream through one undici `Pool` per origin
- * (keep-alive, bounded by an LRU of origins) and streams the response back.
- * Upgrade requests (WebSocket) go through http-proxy instead; see upgrade.ts.
+ * (keep-alive, bounded by an LRU of origins) and relays the response straight
+ * into the client's `ServerResponse` with a dispatch handler: no intermediate
+ * body stream, backpressure through the dispatch controller. Upgrade requests
+ * (WebSocket) go through http-proxy instead; see upgrade.ts.
  */
-import { rootCertificates } from 'node:tls';
+import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { LookupFunction } from 'node:net';
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { SecureContext } from 'node:tls';
+import { Pool, type Dispatcher } from 'undici';
 import { LRUCache } from 'lru-cache';
 
 /** Options of {@link UpstreamForwarder}. Durations in ms. */
@@ -15,8 +19,8 @@ export interface ForwarderOptions {
   connectTimeoutMs: number;
   /** Longest wait for response headers, and longest silence in the body, ms. */
   timeoutMs: number;
-  /** Extra PEM CA certificates trusted for upstream TLS, besides the system ones. */
-  extraCaPems?: string[];
+  /** TLS trust for https upstreams (system CAs plus `upstream.caFile`), built once; undefined: Node's defaults. */
+  secureContext?: SecureContext;
   /** DNS lookup used for every connection (the private-network guard). */
   lookup?: LookupFunction;
   /** Origins with an open pool at once (LRU; the least recently used pool is closed). @default 1000 */
@@ -35,17 +39,29 @@ export interface UpstreamRequest {
   headers: Record<string, string | string[]>;
   /** The request body, or null when there is none. */
   body: Readable | null;
-  /** Aborts the upstream exchange (client gone). */
-  signal: AbortSignal;
-  /** Called when undici is about to write the request on a connection (after any connect). */
-  onSent?: () => void;
 }
 
-/** The upstream response head and its body stream. */
-export interface UpstreamResponse {
-  status: number;
-  headers: Record<string, string | string[]>;
-  body: Readable;
+/** Callbacks of {@link UpstreamForwarder.relay}. */
+export interface RelayHooks {
+  /** undici hands the request to a connection now (right before the head is written). */
+  onSent(): void;
+  /**
+   * The final response head arrived: write it to the client (status, headers).
+   * The body follows into the same response.
+   */
+  onResponseHead(status: number, headers: IncomingHttpHeaders): void;
+}
+
+/** How a relay ended. */
+export interface RelayOutcome {
+  /** Upstream status, or undefined when no response head arrived. */
+  status: number | undefined;
+  /** Body bytes written to the client. */
+  bytesSent: number;
+  /** Error code when the exchange failed (`ECONNREFUSED`, `UND_ERR_HEADERS_TIMEOUT`, ...); undefined on success. */
+  error: string | undefined;
+  /** True when the client went away first (the upstream exchange was aborted). */
+  clientAborted: boolean;
 }
 
 /** Error codes that mean the upstream did not answer in time (answered 504). */
@@ -61,67 +77,82 @@ export function upstreamErrorCode(err: unknown): string {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
   if (e && typeof e.cause?.code === 'string') return e.cause.code;
   if (e && typeof e.code === 'string') return e.code;
-  if (err instanceof undiciErrors.RequestAbortedError) return 'UND_ERR_ABORTED';
   return 'UPSTREAM_ERROR';
 }
 
-/** Request option carrying the "sent" callback through undici to {@link reportWhenSent}. */
-const ON_SENT = Symbol('robots-proxy.onSent');
+/** Relays one upstream response into a ServerResponse (undici's dispatch handler API). */
+class ResponseRelay implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private status: number | undefined;
+  private bytesSent = 0;
+  private clientAborted = false;
+  private settled = false;
 
-/**
- * An undici interceptor that calls the request's `ON_SENT` callback when the
- * client hands the request to a connection (`onConnect` / `onRequestStart`,
- * right before the head is written), so pacing can count from that moment.
- */
-function reportWhenSent(dispatch: Dispatcher['dispatch']): Dispatcher['dispatch'] {
-  return (options, handler) => {
-    const onSent = (options as unknown as Record<symbol, (() => void) | undefined>)[ON_SENT];
-    if (onSent === undefined) return dispatch(options, handler);
-    let isReported = false;
-    const report = (): void => {
-      if (isReported) return;
-      isReported = true;
-      onSent();
-    };
-    const wrapped = new Proxy(handler, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        if (property === 'onConnect' || property === 'onRequestStart') {
-          return (...args: unknown[]) => {
-            report();
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        return (value as (...a: unknown[]) => unknown).bind(target);
-      },
-    });
-    return dispatch(options, wrapped);
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly hooks: RelayHooks,
+    private readonly settle: (outcome: RelayOutcome) => void,
+  ) {
+    res.once('close', this.onClientClose);
+  }
+
+  private readonly onClientClose = (): void => {
+    if (this.res.writableFinished || this.settled) return;
+    this.clientAborted = true;
+    this.controller?.abort(new Error('client closed the connection'));
+    // Queued in undici and never started: nothing will call back; settle now.
+    if (this.controller === undefined) this.finish(undefined);
   };
+
+  private readonly onDrain = (): void => this.controller?.resume();
+
+  private finish(error: string | undefined): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.res.off('close', this.onClientClose);
+    this.res.off('drain', this.onDrain);
+    this.settle({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.clientAborted) return controller.abort(new Error('client closed the connection'));
+    this.hooks.onSent();
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx informational: not relayed (the client gets the final response).
+    this.status = statusCode;
+    this.hooks.onResponseHead(statusCode, headers);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.bytesSent += chunk.length;
+    if (!this.res.write(chunk)) {
+      controller.pause();
+      this.res.once('drain', this.onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.res.end();
+    this.finish(undefined);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.finish(this.clientAborted ? 'CLIENT_ABORTED' : upstreamErrorCode(error));
+  }
 }
 
 /** Owns the per-origin pools. Lifecycle: `close()` on shutdown. */
 export class UpstreamForwarder {
   private readonly pools: LRUCache<string, Pool>;
-  private readonly dispatchers = new WeakMap<Pool, Dispatcher>();
-  private readonly ca: string[] | undefined;
 
   constructor(private readonly options: ForwarderOptions) {
-    this.ca = options.extraCaPems && options.extraCaPems.length > 0 ? [...rootCertificates, ...options.extraCaPems] : undefined;
     this.pools = new LRUCache<string, Pool>({
       max: options.maxOrigins ?? 1000,
       dispose: (pool) => void pool.close().catch(() => undefined),
     });
-  }
-
-  private dispatcherFor(origin: string): Dispatcher {
-    const pool = this.poolFor(origin);
-    let dispatcher = this.dispatchers.get(pool);
-    if (dispatcher === undefined) {
-      dispatcher = pool.compose(reportWhenSent);
-      this.dispatchers.set(pool, dispatcher);
-    }
-    return dispatcher;
   }
 
   private poolFor(origin: string): Pool {
@@ -134,7 +165,7 @@ export class UpstreamForwarder {
         bodyTimeout: this.options.timeoutMs,
         connect: {
           timeout: this.options.connectTimeoutMs,
-          ...(this.ca ? { ca: this.ca } : {}),
+          ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
           ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
         },
       });
@@ -144,23 +175,23 @@ export class UpstreamForwarder {
   }
 
   /**
-   * Sends one request upstream. Resolves when the response head arrives.
-   * @throws the undici / socket error (use {@link upstreamErrorCode}); an
-   *   aborted signal rejects with `UND_ERR_ABORTED`.
+   * Sends one request upstream and relays the response into `res`
+   * (`hooks.onResponseHead` writes the head). Resolves when the exchange ends,
+   * never rejects: failures come back as `error` codes. When the client goes
+   * away, the upstream exchange is aborted.
    */
-  async forward(request: UpstreamRequest): Promise<UpstreamResponse> {
-    const dispatcher = this.dispatcherFor(request.origin);
-    const options = {
-      origin: request.origin,
-      method: request.method as 'GET',
-      path: request.path,
-      headers: request.headers,
-      body: request.body,
-      signal: request.signal,
-      ...(request.onSent ? { [ON_SENT]: request.onSent } : {}),
-    };
-    const response = await dispatcher.request(options);
-    return { status: response.statusCode, headers: response.headers as Record<string, string | string[]>, body: response.body };
+  relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): Promise<RelayOutcome> {
+    return new Promise<RelayOutcome>((resolve) => {
+      const handler = new ResponseRelay(res, hooks, resolve);
+      try {
+        this.poolFor(request.origin).dispatch(
+          { origin: request.origin, method: request.method as Dispatcher.HttpMethod, path: request.path, headers: request.headers, body: request.body },
+          handler,
+        );
+      } catch (err) {
+        handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error);
+      }
+    });
   }
 
   /** Pools open now. */

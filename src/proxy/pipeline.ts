@@ -5,7 +5,8 @@
  * reaches the response, the log line and the metrics unchanged.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Transform, pipeline as streamPipeline, type Readable } from 'node:stream';
+import { Transform } from 'node:stream';
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
@@ -60,17 +61,30 @@ function isCertificateError(code: string | undefined): boolean {
   return code !== undefined && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|_SSL_|TLS/.test(code);
 }
 
-/** Counts bytes passing through. */
+/** Counts the bytes of a request body on their way upstream. */
 class ByteCounter extends Transform {
   bytes = 0;
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null, data?: Buffer) => void): void {
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null, data?: Buffer) => void): void {
     this.bytes += chunk.length;
-    cb(null, chunk);
+    callback(null, chunk);
   }
 }
 
 export class RequestPipeline {
+  /** Candidate tokens per User-Agent header: bots send the same few headers over and over. */
+  private readonly tokensByUserAgent = new LRUCache<string, string[]>({ max: 1000 });
+
   constructor(private readonly deps: PipelineDeps) {}
+
+  private tokensOf(userAgent: string | undefined): string[] {
+    const key = userAgent ?? '';
+    let tokens = this.tokensByUserAgent.get(key);
+    if (tokens === undefined) {
+      tokens = extractProductTokens(key);
+      this.tokensByUserAgent.set(key, tokens);
+    }
+    return tokens;
+  }
 
   /**
    * Decides a request without forwarding it: the private-network guard, then
@@ -78,7 +92,7 @@ export class RequestPipeline {
    * `explain` endpoint. Never rejects.
    */
   async decideFor(target: URL, userAgent: string | undefined): Promise<{ decision: Decision; productTokens: string[] }> {
-    const productTokens = extractProductTokens(userAgent ?? '');
+    const productTokens = this.tokensOf(userAgent);
     const origin = target.origin;
     const path = pathAndQueryOf(target);
     const guarded = await this.deps.guard.check(target.hostname);
@@ -87,11 +101,14 @@ export class RequestPipeline {
       return { decision: decideWithoutRobots('target-private-network', { origin, path, detail, agentTokens: productTokens }), productTokens };
     }
     const snapshot = await this.deps.robots.get(origin);
-    let decision = decide(snapshot, { origin, pathAndQuery: path, productTokens });
+    const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens });
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
-      decision = { ...decision, reason: 'upstream-error', upstream: { error: snapshot.info.error }, detail: 'the upstream TLS certificate is not trusted' };
+      decision.reason = 'upstream-error';
+      decision.upstream = { error: snapshot.info.error };
+      decision.detail = 'the upstream TLS certificate is not trusted';
     } else if (decision.reason === 'robots-unreachable' && snapshot.info.error === PRIVATE_TARGET_CODE) {
-      decision = { ...decision, reason: 'target-private-network', detail: `${target.hostname} resolves to a private address` };
+      decision.reason = 'target-private-network';
+      decision.detail = `${target.hostname} resolves to a private address`;
     }
     return { decision, productTokens };
   }
@@ -116,8 +133,8 @@ export class RequestPipeline {
     res.once('close', onClose);
 
     const userAgent = req.headers['user-agent'];
-    const { decision: initial, productTokens } = await this.decideFor(target, userAgent);
-    let decision = initial;
+    // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
+    const { decision, productTokens } = await this.decideFor(target, userAgent);
     const entry = {
       startedAtMs,
       client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
@@ -153,18 +170,18 @@ export class RequestPipeline {
     if (!outcome.granted) {
       const refusal = outcome.refusal;
       if (refusal.reason === 'queue-full') {
-        decision = {
-          ...decision,
-          verdict: 'deny',
-          reason: 'queue-full',
-          pacing: { delayMs, waitedMs: 0, queueLength: refusal.queueLength, retryAfterSeconds: refusal.retryAfterSeconds },
-        };
+        decision.verdict = 'deny';
+        decision.reason = 'queue-full';
+        decision.pacing = { delayMs, waitedMs: 0, queueLength: refusal.queueLength, retryAfterSeconds: refusal.retryAfterSeconds };
         response.status = this.respond(res, req, decision);
       } else {
         // The client left while queued (or the proxy is closing): nothing goes upstream.
         error = refusal.reason === 'aborted' ? 'CLIENT_ABORTED' : 'PROXY_CLOSING';
         if (refusal.reason === 'closed' && !res.headersSent) {
-          decision = { ...decision, verdict: 'deny', reason: 'upstream-error', upstream: { error }, detail: 'the proxy is shutting down' };
+          decision.verdict = 'deny';
+          decision.reason = 'upstream-error';
+          decision.upstream = { error };
+          decision.detail = 'the proxy is shutting down';
           response.status = this.respond(res, req, decision);
         }
       }
@@ -173,63 +190,49 @@ export class RequestPipeline {
 
     const slot = outcome.slot;
     timings.queueWaitMs = slot.waitedMs;
-    decision = { ...decision, pacing: { delayMs, waitedMs: slot.waitedMs } };
+    decision.pacing = { delayMs, waitedMs: slot.waitedMs };
     const upstreamStarted = this.deps.clock.nowMs();
-    let released = false;
-    const release = (status?: number, retryAfter?: string | null): void => {
-      if (released) return;
-      released = true;
-      slot.release(status === undefined ? {} : { status, retryAfter: retryAfter ?? null });
-    };
-
-    try {
-      const requestCounter = new ByteCounter();
-      const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-      const body: Readable | null = hasBody ? req.pipe(requestCounter) : null;
-      const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
-      delete headers['expect'];
-      headers['host'] = target.host;
-      const upstream = await this.deps.forwarder.forward({
-        origin: decision.origin,
-        method: req.method ?? 'GET',
-        path: pathAndQueryOf(target),
-        headers,
-        body,
-        signal: abort.signal,
+    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    // Crawlers rarely send bodies; only then is a counting stage put in the way.
+    const body = hasBody ? req.pipe(new ByteCounter()) : null;
+    const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
+    delete headers['expect'];
+    headers['host'] = target.host;
+    let retryAfter: string | undefined;
+    const relayed = await this.deps.forwarder.relay(
+      { origin: decision.origin, method: req.method ?? 'GET', path: pathAndQueryOf(target), headers, body },
+      res,
+      {
         onSent: () => {
           timings.upstreamStartedAtMs = this.deps.clock.nowMs();
           slot.markSent();
         },
-      });
-      response.upstreamStatus = upstream.status;
-      decision = { ...decision, upstream: { status: upstream.status } };
-      const retryAfter = upstream.headers['retry-after'];
-      const responseHeaders = forwardableHeaders(upstream.headers, '1.1', this.deps.viaPseudonym);
-      responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
-      res.writeHead(upstream.status, responseHeaders);
-      response.status = upstream.status;
-      const counter = new ByteCounter();
-      await new Promise<void>((resolve) => {
-        streamPipeline(upstream.body, counter, res, (err) => {
-          if (err && !abort.signal.aborted) error = upstreamErrorCode(err);
-          resolve();
-        });
-      });
-      response.bytesSent = counter.bytes;
-      response.bytesReceived = requestCounter.bytes;
-      release(upstream.status, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
-    } catch (err) {
-      release();
-      const code = upstreamErrorCode(err);
-      error = code;
-      if (!abort.signal.aborted) {
-        const reason = code === PRIVATE_TARGET_CODE ? 'target-private-network' : 'upstream-error';
-        decision = { ...decision, verdict: reason === 'upstream-error' ? decision.verdict : 'deny', reason, upstream: { error: code, timedOut: isTimeoutCode(code) } };
+        onResponseHead: (status, upstreamHeaders) => {
+          const value = upstreamHeaders['retry-after'];
+          retryAfter = Array.isArray(value) ? value[0] : value;
+          decision.upstream = { status };
+          const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym);
+          responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
+          res.writeHead(status, responseHeaders);
+        },
+      },
+    );
+    slot.release(relayed.status === undefined ? {} : { status: relayed.status, retryAfter: retryAfter ?? null });
+    timings.upstreamMs = this.deps.clock.nowMs() - upstreamStarted;
+    response.upstreamStatus = relayed.status ?? null;
+    response.status = relayed.status ?? 0;
+    response.bytesSent = relayed.bytesSent;
+    response.bytesReceived = body?.bytes ?? 0;
+    if (relayed.error !== undefined) {
+      error = relayed.error;
+      if (!relayed.clientAborted) {
+        const reason = relayed.error === PRIVATE_TARGET_CODE ? 'target-private-network' : 'upstream-error';
+        decision.upstream = { ...(relayed.status !== undefined ? { status: relayed.status } : {}), error: relayed.error, timedOut: isTimeoutCode(relayed.error) };
+        if (reason === 'target-private-network') decision.verdict = 'deny';
+        decision.reason = reason;
         if (!res.headersSent) response.status = this.respond(res, req, decision);
         else res.destroy();
       }
-    } finally {
-      timings.upstreamMs = this.deps.clock.nowMs() - upstreamStarted;
     }
     finish();
   }
