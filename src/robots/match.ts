@@ -1,96 +1,34 @@
 /**
  * Group selection and rule matching (RFC 9309 §2.2.1-§2.2.3). Pure; never
- * throws. No regular expressions: patterns are compiled once per group into
- * literal segments matched with `startsWith` / `indexOf`, so the worst case is
- * linear-ish in the path per segment and there is no backtracking.
+ * throws. No regular expressions: a group's patterns are compiled once into a
+ * prefix index (see rule-index.ts) whose tails are literal segments matched
+ * with `indexOf`, so there is no backtracking.
  */
 import { normalisePath } from './encoding.js';
+import { buildRuleIndex, findRule, type RuleIndex } from './rule-index.js';
 import type { MergedGroup, RobotsTxt, Rule } from './types.js';
 
-/** A rule compiled for matching. */
-interface CompiledRule {
-  rule: Rule;
-  /** Octet length of the pattern: the match priority (§2.2.2). */
-  priority: number;
-  isAllow: boolean;
-  matches(path: string): boolean;
-}
-
-const compiledByGroup = new WeakMap<MergedGroup, CompiledRule[]>();
-
-/**
- * Compiles a pattern with `*` wildcards and an optional final `$` (§2.2.3)
- * into a predicate on normalised paths. The pattern is anchored at the start.
- */
-function compilePattern(pattern: string): (path: string) => boolean {
-  const anchored = pattern.endsWith('$');
-  const body = anchored ? pattern.slice(0, -1) : pattern;
-  if (!body.includes('*')) {
-    return anchored ? (path) => path === body : (path) => path.startsWith(body);
-  }
-  const segments = body.split('*');
-  const first = segments[0] ?? '';
-  const last = segments[segments.length - 1] ?? '';
-  const middle = segments.slice(1, -1).filter((s) => s.length > 0);
-  const minLength = segments.reduce((sum, s) => sum + s.length, 0);
-  return (path) => {
-    if (path.length < minLength || !path.startsWith(first)) return false;
-    let cursor = first.length;
-    // Leftmost placement of each literal segment is optimal for `*` globs.
-    for (const segment of middle) {
-      const at = path.indexOf(segment, cursor);
-      if (at === -1) return false;
-      cursor = at + segment.length;
-    }
-    if (anchored) return path.length - last.length >= cursor && path.endsWith(last);
-    return last.length === 0 || path.indexOf(last, cursor) !== -1;
-  };
-}
-
-/**
- * The reference matcher's leniency: an `allow` for `.../index.htm[l]` also
- * allows the directory itself (`.../$`).
- */
-function indexDirectoryPattern(rule: Rule): string | undefined {
-  if (rule.kind !== 'allow') return undefined;
-  const slash = rule.pattern.lastIndexOf('/');
-  if (slash === -1 || !rule.pattern.startsWith('/index.htm', slash)) return undefined;
-  return rule.pattern.slice(0, slash + 1) + '$';
-}
-
-/**
- * Rules of a merged group, compiled and ordered so the first match is the
- * winner: longest pattern first, allow before disallow on a tie (§2.2.2).
- * Empty patterns never decide and are left out.
- */
-function compiledRules(group: MergedGroup): CompiledRule[] {
-  let compiled = compiledByGroup.get(group);
-  if (compiled !== undefined) return compiled;
-  compiled = [];
-  for (const rule of group.rules) {
-    if (rule.pattern.length === 0) continue;
-    compiled.push({ rule, priority: rule.pattern.length, isAllow: rule.kind === 'allow', matches: compilePattern(rule.pattern) });
-    const directory = indexDirectoryPattern(rule);
-    if (directory !== undefined) {
-      compiled.push({ rule, priority: directory.length, isAllow: true, matches: compilePattern(directory) });
-    }
-  }
-  compiled.sort((a, b) => b.priority - a.priority || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);
-  compiledByGroup.set(group, compiled);
-  return compiled;
-}
+const indexByGroup = new WeakMap<MergedGroup, RuleIndex>();
 
 /**
  * Finds the rule that governs `path` in `group`: the longest matching pattern
- * in octets; on a tie, allow wins (RFC 9309 §2.2.2).
- * `path` must already be normalised (see `normalisePath`). Pure; never throws.
+ * in octets; on a tie, allow wins (RFC 9309 §2.2.2). An empty pattern never
+ * decides; an `allow` for `.../index.htm[l]` also matches `.../` (the
+ * reference matcher's leniency, extension, not in RFC 9309).
+ * `path` must already be normalised (see `normalisePath`). The group's rules
+ * are compiled into a prefix index on first use (cached per group object), so
+ * a decision costs about the path's length plus the rules whose literal
+ * prefix (the text before the first `*`) the path begins with, not the
+ * group's rule count. Pure; never throws.
  * @returns the winning rule, or `undefined` if none matches.
  */
 export function matchRule(group: MergedGroup, path: string): Rule | undefined {
-  for (const candidate of compiledRules(group)) {
-    if (candidate.matches(path)) return candidate.rule;
+  let index = indexByGroup.get(group);
+  if (index === undefined) {
+    index = buildRuleIndex(group.rules);
+    indexByGroup.set(group, index);
   }
-  return undefined;
+  return findRule(index, path);
 }
 
 /** The group that applies to a request, and which product token chose it. */

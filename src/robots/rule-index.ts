@@ -4,40 +4,60 @@
  *
  * Each pattern splits into its literal prefix (the text before the first `*`,
  * or before a final `$`) and a tail. The prefixes go into a radix tree
- * (path-compressed: one node per branching point or rule, so at most two nodes
- * per rule); each node holds the rules whose prefix ends there, strongest
- * first. A lookup walks the path down the tree once and, at each node on the
- * way, checks the tails of that node's rules until one matches or the rest
- * cannot beat the best match so far. Tails are literal segments found with
- * `indexOf` (leftmost placement is optimal for `*` globs): no regular
- * expressions, no backtracking.
+ * (path-compressed: a node per rule prefix or branching point, so at most two
+ * per pattern; children in small arrays, no per-char nodes); each node holds
+ * the rules whose prefix ends there, strongest first. A lookup walks the path
+ * down the tree once and, at each node on the way, checks the tails of that
+ * node's rules until one matches or the rest cannot beat the best so far.
+ * Wildcard tails are literal segments found with `indexOf` (leftmost
+ * placement is optimal for `*` globs), after a pre-check on the chars they
+ * need: no regular expressions, no backtracking.
  */
 import type { Rule } from './types.js';
 
-/** What must still hold once a rule's literal prefix has matched. */
-const TAIL_NONE = 0; // nothing: the prefix decides
-const TAIL_END = 1; // a `$` right after the prefix: the path must end there
-const TAIL_WILDCARD = 2; // `*` segments, maybe a final `$`
+/*
+ * CharSet: a lossy set of chars in two 32-bit words, `low` for codes 0-63
+ * and `high` for 64-127, bit `code & 31` (so `E` and `e` share a bit; codes
+ * from 128 on fold in too). A text holding every char of a tail has all of
+ * the tail's bits, so a missing bit proves that the tail cannot match.
+ */
 
-interface IndexedRule {
-  rule: Rule;
-  /** Position in the winning order: longest pattern first, allow before disallow, then line (§2.2.2). */
-  rank: number;
-  tail: typeof TAIL_NONE | typeof TAIL_END | typeof TAIL_WILDCARD;
-  prefixLength: number;
+/** Bit of `code` in its CharSet word. */
+const charBit = (code: number): number => 1 << (code & 31);
+/** -1 when `code` goes in the `high` word, else 0. */
+const highMask = (code: number): number => -((code >> 6) & 1);
+
+/** The part of a pattern after its literal prefix, when it holds a non-empty literal after a `*`. */
+interface WildcardTail {
   /** Shortest path that can match. */
   minLength: number;
-  /** Non-empty literal segments between `*`s after the prefix, in order. */
+  /** Non-empty literal segments between `*`s, in order. */
   middle: string[];
   /** Literal segment after the last `*` (may be empty). */
   last: string;
   /** True when the pattern ends in `$` (§2.2.3). */
   isAnchored: boolean;
-  /** ASCII chars the tail needs, as a 128-bit set in four words; a cheap pre-check before `indexOf`. */
-  need0: number;
-  need1: number;
-  need2: number;
-  need3: number;
+  /** CharSet of the segments. */
+  needLow: number;
+  needHigh: number;
+  /**
+   * CharSet that every wildcard rule of the run starting at this rule needs
+   * (zero when no run starts here): if the path lacks one of its chars, the
+   * lookup jumps to `runEnd`, the index in the node's `rules` after the run.
+   */
+  runNeedLow: number;
+  runNeedHigh: number;
+  runEnd: number;
+}
+
+interface IndexedRule {
+  rule: Rule;
+  /** Position in the winning order: longest pattern first, allow before disallow, then line (§2.2.2). */
+  rank: number;
+  /** True for `<prefix>$`: the path must end where the prefix does. */
+  isExact: boolean;
+  /** What the path must hold past the prefix; undefined when the prefix (and `isExact`) decide, as for `/a`, `/a$`, `/a*`. */
+  wildcard: WildcardTail | undefined;
 }
 
 interface PrefixNode {
@@ -45,18 +65,20 @@ interface PrefixNode {
   label: string;
   /** Rules whose literal prefix ends at this node, by rank. */
   rules: IndexedRule[];
-  /** Children by the char code that starts their label. */
-  children: Map<number, PrefixNode> | undefined;
+  /** First char codes of the children's labels, parallel to `children`; undefined for a leaf. */
+  codes: number[] | undefined;
+  children: PrefixNode[] | undefined;
 }
 
 /** The compiled form of a group's rules; build with {@link buildRuleIndex}, query with {@link findRule}. */
 export interface RuleIndex {
   readonly root: PrefixNode;
-  /** Number of indexed patterns (empty ones left out; index.html twins counted). */
-  readonly patternCount: number;
 }
 
 const NO_RANK = Number.MAX_SAFE_INTEGER;
+/** Longest path (chars) whose CharSet a lookup builds; longer paths skip the pre-check. */
+const CHARSET_MAX_PATH_LENGTH = 256;
+const NO_RULES: IndexedRule[] = [];
 
 /**
  * The reference matcher's leniency (extension, not in RFC 9309): an `allow`
@@ -69,35 +91,31 @@ function indexDirectoryPattern(rule: Rule): string | undefined {
   return rule.pattern.slice(0, slash + 1) + '$';
 }
 
-/** Splits `pattern` into its literal prefix and tail (§2.2.3: `*` anywhere, `$` only at the end). */
-function indexRule(rule: Rule, pattern: string, rank: number): { prefix: string; entry: IndexedRule } {
+/** The literal prefix of `pattern`: the text before the first `*`, or before a final `$` (§2.2.3). */
+function literalPrefix(pattern: string): string {
+  const star = pattern.indexOf('*');
+  if (star !== -1) return pattern.slice(0, star);
+  return pattern.endsWith('$') ? pattern.slice(0, -1) : pattern;
+}
+
+/** Indexes `pattern`, whose literal prefix has `prefixLength` chars (§2.2.3: `*` anywhere, `$` only at the end). */
+function indexRule(rule: Rule, rank: number, pattern: string, prefixLength: number): IndexedRule {
   const isAnchored = pattern.endsWith('$');
-  const body = isAnchored ? pattern.slice(0, -1) : pattern;
-  const star = body.indexOf('*');
-  const prefix = star === -1 ? body : body.slice(0, star);
-  const entry: IndexedRule = {
-    rule, rank, tail: isAnchored ? TAIL_END : TAIL_NONE, prefixLength: prefix.length, minLength: prefix.length,
-    middle: [], last: '', isAnchored, need0: 0, need1: 0, need2: 0, need3: 0,
-  };
-  if (star === -1) return { prefix, entry };
-  const segments = body.slice(star + 1).split('*');
+  if (prefixLength === pattern.length - (isAnchored ? 1 : 0)) return { rule, rank, isExact: isAnchored, wildcard: undefined }; // no `*`
+  const segments = pattern.slice(prefixLength + 1, isAnchored ? -1 : undefined).split('*');
   const last = segments.pop() ?? '';
   const middle = segments.filter((s) => s.length > 0);
-  // `/a*`, `/a*$`, `/a**`: any path with the prefix matches.
-  if (middle.length === 0 && last.length === 0) return { prefix, entry: { ...entry, tail: TAIL_NONE } };
-  const need = [0, 0, 0, 0];
-  let minLength = prefix.length;
+  if (middle.length === 0 && last.length === 0) return { rule, rank, isExact: false, wildcard: undefined }; // `/a*`, `/a*$`, `/a**`
+  const tail: WildcardTail = { minLength: prefixLength, middle, last, isAnchored, needLow: 0, needHigh: 0, runNeedLow: 0, runNeedHigh: 0, runEnd: 0 };
   for (const segment of [...middle, last]) {
-    minLength += segment.length;
+    tail.minLength += segment.length;
     for (let i = 0; i < segment.length; i++) {
       const c = segment.charCodeAt(i);
-      if (c < 128) need[c >> 5]! |= 1 << (c & 31);
+      tail.needLow |= charBit(c) & ~highMask(c);
+      tail.needHigh |= charBit(c) & highMask(c);
     }
   }
-  return {
-    prefix,
-    entry: { ...entry, tail: TAIL_WILDCARD, minLength, middle, last, need0: need[0]!, need1: need[1]!, need2: need[2]!, need3: need[3]! },
-  };
+  return { rule, rank, isExact: false, wildcard: tail };
 }
 
 /** Adds `entry` under `prefix`, splitting an edge where the prefix leaves it. */
@@ -106,11 +124,12 @@ function insert(root: PrefixNode, prefix: string, entry: IndexedRule): void {
   let at = 0;
   while (at < prefix.length) {
     const code = prefix.charCodeAt(at);
-    node.children ??= new Map();
-    const child = node.children.get(code);
-    if (child === undefined) {
-      const leaf: PrefixNode = { label: prefix.slice(at), rules: [], children: undefined };
-      node.children.set(code, leaf);
+    const slot = node.codes === undefined ? -1 : node.codes.indexOf(code);
+    const child = slot === -1 ? undefined : node.children?.[slot];
+    if (child === undefined || node.children === undefined) {
+      const leaf: PrefixNode = { label: prefix.slice(at), rules: NO_RULES, codes: undefined, children: undefined };
+      (node.codes ??= []).push(code);
+      (node.children ??= []).push(leaf);
       node = leaf;
       break;
     }
@@ -119,24 +138,67 @@ function insert(root: PrefixNode, prefix: string, entry: IndexedRule): void {
     let common = 1;
     while (common < max && label.charCodeAt(common) === prefix.charCodeAt(at + common)) common++;
     if (common < label.length) {
-      const split: PrefixNode = { label: label.slice(0, common), rules: [], children: new Map([[label.charCodeAt(common), child]]) };
+      const split: PrefixNode = { label: label.slice(0, common), rules: NO_RULES, codes: [label.charCodeAt(common)], children: [child] };
       child.label = label.slice(common);
-      node.children.set(code, split);
+      node.children[slot] = split;
       node = split;
     } else {
       node = child;
     }
     at += common;
   }
-  node.rules.push(entry);
+  if (node.rules === NO_RULES) node.rules = [entry];
+  else node.rules.push(entry);
+}
+
+/**
+ * Finishes every node: trims the arrays that grew by `push` to their length
+ * (V8 over-allocates them), and marks runs of consecutive wildcard rules that
+ * share needed chars, so one check can skip a whole run (e.g. forty
+ * `/*%E5%...` rules for a path without `%`). Greedy: a run grows while its
+ * common set is not empty.
+ */
+function finishNodes(root: PrefixNode): void {
+  const stack = [root];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (node.codes !== undefined && node.children !== undefined) {
+      if (node.codes.length > 1) [node.codes, node.children] = [node.codes.slice(), node.children.slice()];
+      for (const child of node.children) stack.push(child);
+    }
+    if (node.rules.length > 1) node.rules = node.rules.slice();
+    const rules = node.rules;
+    for (let start = 0; start < rules.length; ) {
+      const first = rules[start]!.wildcard;
+      if (first === undefined) {
+        start++;
+        continue;
+      }
+      let low = first.needLow;
+      let high = first.needHigh;
+      let end = start + 1;
+      for (let next = rules[end]?.wildcard; next !== undefined; next = rules[++end]?.wildcard) {
+        if (((low & next.needLow) | (high & next.needHigh)) === 0) break;
+        low &= next.needLow;
+        high &= next.needHigh;
+      }
+      if (end - start > 1) {
+        first.runNeedLow = low;
+        first.runNeedHigh = high;
+        first.runEnd = end;
+      }
+      start = end;
+    }
+  }
 }
 
 /**
  * Compiles a group's rules (in file order) into a {@link RuleIndex}.
  * Empty patterns never decide and are left out (§2.2.2); an `allow` for
  * `.../index.htm[l]` also indexes `.../$` (extension, not in RFC 9309; the
- * reference matcher's leniency). Memory is linear in the total pattern length.
- * Pure; never throws. RFC 9309 §2.2.2, §2.2.3.
+ * reference matcher's leniency). Time O(n log n) in the rule count plus the
+ * total pattern length; memory linear in both (about 5 MB, built in 10-25 ms
+ * here, for the 19,125 rules in 500 KiB of docs.oracle.com). Pure; never
+ * throws. RFC 9309 §2.2.2, §2.2.3.
  */
 export function buildRuleIndex(rules: readonly Rule[]): RuleIndex {
   const entries: { rule: Rule; pattern: string; isAllow: boolean }[] = [];
@@ -148,24 +210,25 @@ export function buildRuleIndex(rules: readonly Rule[]): RuleIndex {
   }
   // Array#sort is stable, so twins keep file order: the same order as a linear scan.
   entries.sort((a, b) => b.pattern.length - a.pattern.length || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);
-  const root: PrefixNode = { label: '', rules: [], children: undefined };
+  const root: PrefixNode = { label: '', rules: NO_RULES, codes: undefined, children: undefined };
   entries.forEach(({ rule, pattern }, rank) => {
-    const { prefix, entry } = indexRule(rule, pattern, rank);
-    insert(root, prefix, entry);
+    const prefix = literalPrefix(pattern);
+    insert(root, prefix, indexRule(rule, rank, pattern, prefix.length));
   });
-  return { root, patternCount: entries.length };
+  finishNodes(root);
+  return { root };
 }
 
-/** Whether the tail of a wildcard rule matches `path`, whose first `prefixLength` chars already matched. */
-function tailMatches(entry: IndexedRule, path: string): boolean {
-  let cursor = entry.prefixLength;
-  for (const segment of entry.middle) {
+/** Whether `tail` matches `path`, whose first `from` chars matched the literal prefix. */
+function tailMatches(tail: WildcardTail, path: string, from: number): boolean {
+  let cursor = from;
+  for (const segment of tail.middle) {
     const at = path.indexOf(segment, cursor);
     if (at === -1) return false;
     cursor = at + segment.length;
   }
-  const last = entry.last;
-  if (entry.isAnchored) return path.length - last.length >= cursor && path.endsWith(last);
+  const last = tail.last;
+  if (tail.isAnchored) return path.length - last.length >= cursor && path.endsWith(last);
   return last.length === 0 || path.indexOf(last, cursor) !== -1;
 }
 
@@ -174,47 +237,58 @@ function tailMatches(entry: IndexedRule, path: string): boolean {
  * on a tie, allow wins, then the earlier line (RFC 9309 §2.2.2). `path` should
  * be normalised (`normalisePath`); patterns are compared char by char.
  * Cost: one walk of the path down the tree plus the tails of the rules met on
- * the way. Pure; never throws.
+ * the way (at worst every rule, when all patterns start with `/*`, each
+ * pre-checked in O(1) and matched in O(path) with `indexOf`). Pure; never
+ * throws.
  * @returns the winning rule, or `undefined` if none matches.
  */
 export function findRule(index: RuleIndex, path: string): Rule | undefined {
   let best: IndexedRule | undefined;
   let bestRank = NO_RANK;
-  // The path's ASCII char set, computed on the first wildcard tail met.
+  // The path's CharSet, made when the first wildcard tail is met.
   let hasSet = false;
-  let has0 = 0;
-  let has1 = 0;
-  let has2 = 0;
-  let has3 = 0;
+  let hasLow = 0;
+  let hasHigh = 0;
   let node = index.root;
   let depth = 0;
   for (;;) {
-    for (const entry of node.rules) {
+    const rules = node.rules;
+    for (let i = 0; i < rules.length; i++) {
+      const entry = rules[i]!;
       if (entry.rank >= bestRank) break;
-      if (entry.tail === TAIL_END) {
-        if (path.length !== depth) continue;
-      } else if (entry.tail === TAIL_WILDCARD) {
-        if (path.length < entry.minLength) continue;
+      const tail = entry.wildcard;
+      if (tail !== undefined) {
         if (!hasSet) {
           hasSet = true;
-          for (let i = 0; i < path.length; i++) {
-            const c = path.charCodeAt(i);
-            const bit = 1 << (c & 31);
-            const word = c >> 5;
-            if (word === 0) has0 |= bit;
-            else if (word === 1) has1 |= bit;
-            else if (word === 2) has2 |= bit;
-            else if (word === 3) has3 |= bit;
+          if (path.length > CHARSET_MAX_PATH_LENGTH) {
+            // `indexOf` alone is cheaper here than building the set: claim every char.
+            hasLow = -1;
+            hasHigh = -1;
+          } else {
+            for (let at = 0; at < path.length; at++) {
+              const c = path.charCodeAt(at);
+              hasLow |= charBit(c) & ~highMask(c);
+              hasHigh |= charBit(c) & highMask(c);
+            }
           }
         }
-        if ((entry.need0 & ~has0) | (entry.need1 & ~has1) | (entry.need2 & ~has2) | (entry.need3 & ~has3)) continue;
-        if (!tailMatches(entry, path)) continue;
+        if ((tail.runNeedLow & ~hasLow) | (tail.runNeedHigh & ~hasHigh)) {
+          i = tail.runEnd - 1; // every rule of the run needs a char the path lacks
+          continue;
+        }
+        if (path.length < tail.minLength || (tail.needLow & ~hasLow) | (tail.needHigh & ~hasHigh)) continue;
+        if (!tailMatches(tail, path, depth)) continue;
+      } else if (entry.isExact && path.length !== depth) {
+        continue;
       }
       best = entry;
       bestRank = entry.rank;
       break;
     }
-    const child = node.children?.get(path.charCodeAt(depth));
+    const codes = node.codes;
+    if (depth === path.length || codes === undefined) break;
+    const slot = codes.indexOf(path.charCodeAt(depth));
+    const child = slot === -1 ? undefined : node.children?.[slot];
     if (child === undefined || !path.startsWith(child.label, depth)) break;
     depth += child.label.length;
     node = child;
