@@ -44,8 +44,8 @@ export const systemClock: Clock = {
         fn();
         return;
       }
+      // Ref'd on purpose: an unref'd immediate does not stop the loop from blocking in poll.
       timer.immediate = setImmediate(check);
-      timer.immediate.unref();
     };
     timer.timeout = setTimeout(check, Math.max(0, delayMs - EARLY_WAKE_MS));
     timer.timeout.unref();

@@ -39,7 +39,7 @@ export async function startOrigin(handler: (req: IncomingMessage, res: ServerRes
     hits.push({ method: req.method ?? '', url: req.url ?? '', atMs: performance.now(), headers: req.headers });
     handler(req, res);
   });
-  server.keepAliveTimeout = 1000;
+  server.keepAliveTimeout = 30_000; // undici reuses connections only while > 2 s of the hint remain
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
