@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with node:test under tsx.
 // Node 20 does not expand quoted globs and passes with 0 tests when given none,
-// so we list the files ourselves and fail when there are none.
+// so we list the files ourselves and fail when there are none. Files run one at a time:
+// several end-to-end tests measure request spacing, which a neighbour loading the CPU would blur.
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -28,7 +29,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
   cwd: root,
   stdio: 'inherit',
 });

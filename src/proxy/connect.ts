@@ -76,6 +76,21 @@ function hostHeaderAuthority(host: string | undefined, defaultPort: number): str
   }
 }
 
+/**
+ * One intercepted tunnel. `state`: `handshake` until the client's TLS handshake
+ * completes, then `open`; `refused` when the client spoke plain text,
+ * `failed` after a TLS error, `closed-by-proxy` after a timeout. Log lines
+ * depend on it, so each failure is reported once.
+ */
+interface InterceptedTunnel {
+  target: TunnelTarget;
+  raw: Duplex;
+  tls: tls.TLSSocket | undefined;
+  state: 'handshake' | 'open' | 'refused' | 'failed' | 'closed-by-proxy';
+  /** Handshake timer: from the 200 answer to the end of the client's handshake. */
+  timer: NodeJS.Timeout | undefined;
+}
+
 function originOf(t: TunnelTarget): string {
   return t.port === 443 ? `https://${t.hostname}` : `https://${t.hostname}:${t.port}`;
 }
@@ -84,6 +99,9 @@ export class ConnectHandler {
   private readonly inner: http.Server;
   private readonly targets = new WeakMap<object, TunnelTarget>();
   private readonly sockets = new Set<Duplex>();
+  /** Intercepted TLS sockets that carried at least one request (or a malformed one). */
+  private readonly usedTunnels = new WeakSet<object>();
+  private isClosing = false;
   private ownAddresses: Array<{ host: string; port: number }> = [];
 
   constructor(private readonly deps: ConnectDeps) {
@@ -91,11 +109,13 @@ export class ConnectHandler {
     this.inner = http.createServer({ keepAliveTimeout: 5000 });
     this.inner.on('request', (req, res) => void this.onInnerRequest(req, res));
     this.inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.usedTunnels.add(socket);
       const target = this.targets.get(req.socket);
       if (!target) return socket.destroy();
       void deps.upgrade.relay(req, socket, head, new URL(req.url ?? '/', originOf(target)));
     });
     this.inner.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      this.usedTunnels.add(socket);
       deps.logger.warn({ event: 'tunnel-client-error', error: err.code ?? err.message }, 'malformed request inside a TLS tunnel');
       socket.destroy();
     });
@@ -193,56 +213,107 @@ export class ConnectHandler {
       this.deps.logger.warn({ event: 'tls-leaf-error', host: target.hostname, error: (err as Error).message }, 'could not sign a certificate for the CONNECT host');
       return void socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\ncould not create a certificate for this host\n');
     }
+    if (socket.destroyed) return;
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    const tunnel: InterceptedTunnel = { target, raw: socket, tls: undefined, state: 'handshake', timer: undefined };
+    // The handshake timeout runs from the 200, not from the first byte: a client that
+    // opens a tunnel and never sends anything must not hold the socket forever.
+    tunnel.timer = setTimeout(() => this.onHandshakeTimeout(tunnel), this.deps.handshakeTimeoutMs ?? 10_000);
+    tunnel.timer.unref();
+    socket.once('close', () => clearTimeout(tunnel.timer));
     if (head.length > 0) socket.unshift(head);
     socket.once('data', (first: Buffer) => {
       socket.pause();
       socket.unshift(first);
       // 0x16: a TLS handshake record. Anything else is a client speaking plain HTTP into the tunnel.
       if (first[0] !== 0x16) {
+        tunnel.state = 'refused';
         this.deps.logger.warn({ event: 'tunnel-not-tls', origin: originOf(target) }, 'client sent plain text into a CONNECT tunnel (expected TLS)');
         const body = 'this CONNECT tunnel expects TLS (the proxy intercepts HTTPS); send plain HTTP requests in absolute form instead\n';
+        // Read and drop the rest, so the client's FIN is seen and the socket closes (the timer bounds a client that never closes).
+        socket.resume();
         return void socket.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
       }
-      this.startTls(socket, secureContext, target);
+      this.startTls(tunnel, secureContext);
     });
   }
 
-  private startTls(socket: Duplex, secureContext: tls.SecureContext, target: TunnelTarget): void {
+  /** The client did not finish its TLS handshake (or never started one) in time: close the tunnel. */
+  private onHandshakeTimeout(tunnel: InterceptedTunnel): void {
+    if (tunnel.state === 'handshake') {
+      this.deps.logger.warn(
+        { event: 'tls-handshake-timeout', origin: originOf(tunnel.target), started: tunnel.tls !== undefined },
+        'TLS handshake with the client timed out',
+      );
+    }
+    tunnel.state = 'closed-by-proxy';
+    (tunnel.tls ?? tunnel.raw).destroy();
+    tunnel.raw.destroy();
+  }
+
+  private startTls(tunnel: InterceptedTunnel, secureContext: tls.SecureContext): void {
     const issuer = this.deps.issuer!;
+    const { target, raw: socket } = tunnel;
+    const origin = originOf(target);
     const tlsSocket = new tls.TLSSocket(socket as net.Socket, {
       isServer: true,
       secureContext,
       SNICallback: issuer.createSniCallback(),
       ALPNProtocols: ['http/1.1'],
     });
-    const timer = setTimeout(() => {
-      this.deps.logger.warn({ event: 'tls-handshake-timeout', origin: originOf(target) }, 'TLS handshake with the client timed out');
-      tlsSocket.destroy();
-    }, this.deps.handshakeTimeoutMs ?? 10_000);
-    timer.unref();
+    tunnel.tls = tlsSocket;
     tlsSocket.once('secure', () => {
-      clearTimeout(timer);
+      clearTimeout(tunnel.timer);
+      tunnel.state = 'open';
       this.targets.set(tlsSocket, target);
-      tlsSocket.setTimeout(this.deps.idleTimeoutMs ?? 60_000, () => tlsSocket.destroy());
+      tlsSocket.setTimeout(this.deps.idleTimeoutMs ?? 60_000, () => {
+        tunnel.state = 'closed-by-proxy';
+        tlsSocket.destroy();
+      });
       this.inner.emit('connection', tlsSocket);
     });
     tlsSocket.on('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      const rejected = /ALERT|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN/i.test(err.code ?? err.message);
+      clearTimeout(tunnel.timer);
+      if (tunnel.state === 'handshake' || tunnel.state === 'open') {
+        const rejected = /ALERT|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN/i.test(err.code ?? err.message);
+        this.deps.logger.warn(
+          { event: 'tls-client-error', origin, error: err.code ?? err.message },
+          rejected ? 'the client rejected the proxy certificate: trust the proxy CA (robots-proxy ca)' : 'TLS error with the client',
+        );
+        tunnel.state = 'failed';
+      }
+      tlsSocket.destroy();
+    });
+    // The client went away mid-handshake. Node's tls (and undici) check the certificate only
+    // once their side of the handshake is done and then close without an alert, so this is
+    // how a client that does not trust the proxy CA usually looks. The socket would otherwise
+    // stay half-open until the handshake timer fires.
+    tlsSocket.once('end', () => {
+      if (tunnel.state !== 'handshake') return;
+      clearTimeout(tunnel.timer);
+      tunnel.state = 'failed';
       this.deps.logger.warn(
-        { event: 'tls-client-error', origin: originOf(target), error: err.code ?? err.message },
-        rejected ? 'the client rejected the proxy certificate: trust the proxy CA (robots-proxy ca)' : 'TLS error with the client',
+        { event: 'tls-client-error', origin, error: 'CLOSED_DURING_HANDSHAKE' },
+        'the client closed the connection during the TLS handshake: it may not trust the proxy CA (robots-proxy ca)',
       );
       tlsSocket.destroy();
     });
     tlsSocket.once('close', () => {
-      clearTimeout(timer);
+      clearTimeout(tunnel.timer);
+      // The same rejection seen a little later, when the client's Finished got out before it
+      // closed: a tunnel the client closes before its first request (mitmproxy reports this too).
+      if (tunnel.state === 'open' && !this.usedTunnels.has(tlsSocket) && !this.isClosing) {
+        this.deps.logger.warn(
+          { event: 'tls-client-error', origin, error: 'CLOSED_BEFORE_FIRST_REQUEST' },
+          'the client closed the tunnel after the TLS handshake without sending a request: it may not trust the proxy CA (robots-proxy ca)',
+        );
+      }
       socket.destroy();
     });
   }
 
   private async onInnerRequest(req: IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.usedTunnels.add(req.socket);
     const target = this.targets.get(req.socket);
     if (!target) return void res.destroy();
     const origin = originOf(target);
@@ -275,6 +346,7 @@ export class ConnectHandler {
 
   /** Closes intercepted tunnels. */
   close(): void {
+    this.isClosing = true;
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
   }

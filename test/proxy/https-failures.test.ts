@@ -1,0 +1,116 @@
+/**
+ * HTTPS interception failure behaviour (issue #4, "Failure behaviour"): a
+ * client that rejects the proxy certificate, a client that speaks plain HTTP
+ * into the tunnel, a handshake that never starts or never ends. Each gives a
+ * log line with its reason, a 502 where an answer can still be sent, a closed
+ * socket, and a proxy that still serves the next request.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { ProxyAgent, request } from 'undici';
+import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
+import { createTestPki, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, waitFor, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
+
+const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+const HANDSHAKE_TIMEOUT_MS = 1000;
+
+describe('HTTPS interception failures', () => {
+  let origin: TlsOrigin;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  let logs: LogCapture;
+  let dispatcher: ProxyAgent;
+  let probe = 0;
+
+  const warnings = (event: string): Array<Record<string, unknown>> => logs.lines.filter((l) => l['event'] === event && l['level'] === 40);
+
+  /** A fresh request through a trusting client: proves the proxy is still healthy. */
+  async function assertHealthy(): Promise<void> {
+    probe += 1;
+    const r = await request(`https://localhost:${origin.port}/page/probe-${probe}`, { dispatcher, headers: { 'user-agent': BOT_UA } });
+    assert.equal(r.statusCode, 200);
+    assert.equal(await r.body.text(), `page /page/probe-${probe}\n`);
+  }
+
+  before(async () => {
+    const pki = await createTestPki();
+    origin = await startTlsOrigin(siteHandler({ robots: 'User-agent: *\nDisallow: /private/\n' }), { cert: pki.certPem, key: pki.keyPem });
+    logs = captureLogs();
+    proxy = await startTestProxy({ upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } }, { logger: logs.logger, handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS });
+    // A new connection per request, so every probe goes through a fresh CONNECT and handshake.
+    dispatcher = new ProxyAgent({ uri: proxy.proxyUrl, requestTls: { ca: proxy.ca!.certPem }, pipelining: 0 });
+  });
+
+  after(async () => {
+    await dispatcher?.close();
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('a client that rejects the certificate with an alert (curl without the CA): tls-client-error, still healthy', async () => {
+    const before = warnings('tls-client-error').length;
+    const r = await runCurl(['--proxy', proxy.proxyUrl, '-A', BOT_UA, `https://localhost:${origin.port}/page/curl-rejects`]);
+    assert.equal(r.exitCode, 60, r.stderr);
+    await waitFor(() => warnings('tls-client-error').length > before, 'a tls-client-error line');
+    const line = warnings('tls-client-error').at(-1)!;
+    assert.match(String(line['error']), /UNKNOWN_CA|ALERT/);
+    assert.equal(line['origin'], `https://localhost:${origin.port}`);
+    assert.ok(!origin.hits.includes('/page/curl-rejects'));
+    await assertHealthy();
+  });
+
+  it('a client that rejects the certificate after the handshake (node tls without the CA): tls-client-error, still healthy', async () => {
+    const before = warnings('tls-client-error').length;
+    const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`);
+    assert.equal(tunnel.status, 200);
+    await assert.rejects(startClientTls(tunnel.socket, { servername: 'localhost' }), { code: 'SELF_SIGNED_CERT_IN_CHAIN' });
+    await waitFor(() => warnings('tls-client-error').length > before, 'a tls-client-error line');
+    assert.match(String(warnings('tls-client-error').at(-1)!['error']), /^CLOSED_(DURING_HANDSHAKE|BEFORE_FIRST_REQUEST)$/);
+    await assertHealthy();
+    // A tunnel that carried requests and then closed is not reported as a rejection.
+    assert.equal(warnings('tls-client-error').length, before + 1);
+  });
+
+  it('a client that speaks plain HTTP into the tunnel gets a 502 text answer and a closed socket', async () => {
+    const before = warnings('tunnel-not-tls').length;
+    const tunnel = await openConnect(proxy.proxyAddress.port, `127.0.0.1:${origin.port}`);
+    assert.equal(tunnel.status, 200);
+    const answer = readToEnd(tunnel.socket, tunnel.head);
+    tunnel.socket.write(`GET /page/plain HTTP/1.1\r\nhost: 127.0.0.1:${origin.port}\r\nuser-agent: ${BOT_UA}\r\n\r\n`);
+    const text = await answer;
+    assert.match(text, /^HTTP\/1\.1 502 /);
+    assert.match(text, /\r\ncontent-type: text\/plain\r\n/i);
+    assert.match(text, /expects TLS/);
+    assert.equal(warnings('tunnel-not-tls').length, before + 1);
+    assert.ok(!origin.hits.includes('/page/plain'));
+    await assertHealthy();
+  });
+
+  it('a handshake that never starts is closed after the handshake timeout', async () => {
+    const before = warnings('tls-handshake-timeout').length;
+    const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`);
+    assert.equal(tunnel.status, 200);
+    const openedAt = performance.now();
+    // Sends nothing; the proxy must close the socket on its own.
+    const text = await readToEnd(tunnel.socket, tunnel.head, 15_000);
+    const heldMs = performance.now() - openedAt;
+    assert.equal(text, '');
+    assert.ok(heldMs >= HANDSHAKE_TIMEOUT_MS - 50, `closed after ${heldMs.toFixed(0)} ms, before the timeout`);
+    assert.equal(warnings('tls-handshake-timeout').length, before + 1);
+    assert.equal(warnings('tls-handshake-timeout').at(-1)!['started'], false);
+    await assertHealthy();
+  });
+
+  it('a handshake that starts and stalls is closed after the handshake timeout', async () => {
+    const before = warnings('tls-handshake-timeout').length;
+    const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`);
+    assert.equal(tunnel.status, 200);
+    const answer = readToEnd(tunnel.socket, tunnel.head, 15_000);
+    // The first five bytes of a TLS record header (handshake, TLS 1.0, length 512), then silence.
+    tunnel.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00]));
+    await answer;
+    assert.equal(warnings('tls-handshake-timeout').length, before + 1);
+    assert.equal(warnings('tls-handshake-timeout').at(-1)!['started'], true);
+    assert.equal(warnings('tls-client-error').filter((l) => String(l['error']).includes('ECONNRESET')).length, 0);
+    await assertHealthy();
+  });
+});

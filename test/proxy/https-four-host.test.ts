@@ -1,0 +1,168 @@
+/**
+ * The four-host scenario (issue #3) over HTTPS with interception (issue #4):
+ * four HTTPS origins answering pages in 10 ms; A and C disallow /private/, B
+ * the same plus Crawl-delay 0.05, D answers 404 for robots.txt. 32 clients,
+ * each with its own undici ProxyAgent (so its own CONNECT tunnels), fetch 60
+ * pages from each origin and 27 URLs under /private/, after one warm-up
+ * request each to a fifth origin W.
+ *
+ * The proxy runs as `robots-proxy serve` and the origins in processes of
+ * their own, so the start times the origins record are not skewed by the
+ * client load (and the TLS work) in this process.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProxyAgent, request } from 'undici';
+import { startProxyProcess, type ProxyProcess, type RemoteHit } from '../helpers/processes.js';
+import { createTestPki, startHttpsOriginsProcess, writeTempFile, type HttpsOriginsProcess } from '../helpers/https-support.js';
+
+const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+const NAMES = ['A', 'B', 'C', 'D'] as const;
+const CLIENTS = 32;
+
+describe('four-host scenario over HTTPS (intercepted)', () => {
+  // B, the paced origin, has a process of its own, so the TLS work for A, C and D does not
+  // delay the moments at which B sees its requests.
+  let pacedOrigin: HttpsOriginsProcess;
+  let otherOrigins: HttpsOriginsProcess;
+  let proxy: ProxyProcess;
+  const results: Array<{ host: string; path: string; status: number; body: string; decision: string }> = [];
+  const hits: Record<string, RemoteHit[]> = {};
+  const originsOf = (name: string): HttpsOriginsProcess => (name === 'B' ? pacedOrigin : otherOrigins);
+  const urlOf = (name: string): string => originsOf(name).urlOf(name);
+
+  before(async () => {
+    const pki = await createTestPki();
+    const caFile = writeTempFile('upstream-ca.pem', pki.caPem);
+    const stateDir = mkdtempSync(join(tmpdir(), 'robots-proxy-https-state-'));
+    const disallow = 'User-agent: *\nDisallow: /private/\n';
+    [pacedOrigin, otherOrigins, proxy] = await Promise.all([
+      startHttpsOriginsProcess({ B: { robots: disallow + 'Crawl-delay: 0.05\n', pageDelayMs: 10 } }, pki),
+      startHttpsOriginsProcess(
+        {
+          A: { robots: disallow, pageDelayMs: 10 },
+          C: { robots: disallow, pageDelayMs: 10 },
+          D: { robotsStatus: 404, robots: 'not found', pageDelayMs: 10 },
+          W: { robots: '' },
+        },
+        pki,
+      ),
+      startProxyProcess(
+        [
+          'listen: { host: 127.0.0.1, port: 0 }',
+          'admin: { enabled: false }',
+          `upstream: { allowPrivateNetworks: true, caFile: ${JSON.stringify(caFile)} }`,
+          'pacing: { maxConcurrency: 8, maxWait: 60s }',
+          'log: { level: info }',
+          `stateDir: ${JSON.stringify(stateDir)}`,
+          'https: { mode: intercept }',
+          '',
+        ].join('\n'),
+      ),
+    ]);
+    const proxyCa = readFileSync(join(stateDir, 'ca', 'ca.pem'), 'utf8');
+
+    const work: Array<{ host: (typeof NAMES)[number]; path: string }> = [];
+    for (let i = 0; i < 60; i++) for (const host of NAMES) work.push({ host, path: `/page/${i}?q=${i}` });
+    for (let i = 0; i < 27; i++) work.splice(i * 9, 0, { host: NAMES[i % 3]!, path: `/private/${i}` });
+
+    const agents = Array.from({ length: CLIENTS }, () => new ProxyAgent({ uri: `http://127.0.0.1:${proxy.proxyPort}`, requestTls: { ca: proxyCa } }));
+    let next = 0;
+    const worker = async (dispatcher: ProxyAgent): Promise<void> => {
+      while (next < work.length) {
+        const item = work[next++]!;
+        const r = await request(urlOf(item.host) + item.path, { dispatcher, headers: { 'user-agent': BOT_UA } });
+        const body = await r.body.text();
+        results.push({ host: item.host, path: item.path, status: r.statusCode, body, decision: String(r.headers['x-robots-proxy-decision']) });
+      }
+    };
+    try {
+      // Warm-up: every client fetches one page from a fifth origin W, so the measured run does not
+      // include the proxy's cold start (first leaf certificate for 127.0.0.1, JIT of every code
+      // path); without it the first gaps at B reach 100-150 ms on this machine and the rate dips
+      // below 19/s in about one run in three. The tunnels to A-D are still opened during the run.
+      await Promise.all(agents.map(async (dispatcher) => (await request(`${urlOf('W')}/warm-up`, { dispatcher })).body.text()));
+      await Promise.all(agents.map(worker));
+    } finally {
+      await Promise.all(agents.map((a) => a.close()));
+    }
+    for (const name of NAMES) hits[name] = await originsOf(name).hits(name);
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await pacedOrigin?.close();
+    await otherOrigins?.close();
+  });
+
+  it('fetches each origin\'s robots.txt exactly once, over HTTPS', () => {
+    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url === '/robots.txt').length, 1, `robots.txt hits at ${name}`);
+    for (const name of NAMES) {
+      const fetches = proxy.logs.filter((l) => l['event'] === 'robots-fetch' && l['origin'] === urlOf(name));
+      assert.equal(fetches.length, 1, `robots-fetch lines for ${name}`);
+    }
+  });
+
+  it('sends nothing under /private/ to any origin', () => {
+    for (const name of NAMES) assert.deepEqual(hits[name]!.filter((h) => h.url.startsWith('/private/')), [], `private hits at ${name}`);
+  });
+
+  it('answers all 27 private URLs with 403 naming the rule', () => {
+    const denied = results.filter((r) => r.path.startsWith('/private/'));
+    assert.equal(denied.length, 27);
+    for (const r of denied) {
+      assert.equal(r.status, 403);
+      assert.equal(r.decision, 'deny; reason=rule-disallow');
+      assert.match(r.body, /disallow: \/private\/ +\(line 2\)/);
+    }
+  });
+
+  it('answers every page with 200 and the origin\'s body, inside the tunnels', () => {
+    const pages = results.filter((r) => r.path.startsWith('/page/'));
+    assert.equal(pages.length, 240);
+    for (const r of pages) {
+      assert.equal(r.status, 200, `${r.host}${r.path}: ${r.body}`);
+      assert.equal(r.body, `page ${r.path}\n`);
+    }
+    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url.startsWith('/page/')).length, 60, `pages at ${name}`);
+    assert.ok(results.filter((r) => r.host === 'D' && r.path.startsWith('/page/')).every((r) => r.decision === 'allow; reason=robots-unavailable'));
+    const lines = proxy.logs.filter((l) => typeof l['url'] === 'string' && NAMES.some((name) => (l['url'] as string).startsWith(`${urlOf(name)}/`)));
+    assert.equal(lines.length, 267);
+    assert.ok(lines.every((l) => l['via'] === 'https-intercepted'));
+  });
+
+  it('spaces request starts at B by at least 50 ms across many tunnels, at a rate of at least 19/s', () => {
+    const bLines = proxy.logs.filter((l) => typeof l['url'] === 'string' && (l['url'] as string).startsWith(urlOf('B') + '/page/'));
+    // The 60 pages came through many client tunnels, not one serialised connection.
+    const tunnels = new Set(bLines.map((l) => l['clientPort']));
+    assert.ok(tunnels.size >= 8, `B's pages came through ${tunnels.size} tunnels`);
+
+    // As the proxy sent them (its access log, ms precision: 1 ms of rounding allowed).
+    const sent = bLines.map((l) => Date.parse(String(l['upstreamStartedAt']))).sort((a, b) => a - b);
+    assert.equal(sent.length, 60);
+    const sentGaps = sent.slice(1).map((t, i) => t - sent[i]!);
+    assert.ok(Math.min(...sentGaps) >= 49, `smallest gap as sent ${Math.min(...sentGaps)} ms`);
+
+    // As the origin saw them. Its own process reads the clock when it handles each request, so OS
+    // scheduling on this shared 2-core machine adds a few ms of noise to single gaps. Under
+    // `npm test` (two test files at once) one start in a run is often seen 5-10 ms late while the
+    // proxy sent it on time: the gap before it grows by as much as the gap after it shrinks. So a
+    // gap under 45 ms passes only as that pattern: at least 35 ms, and with the gap before it
+    // adding up to at least 95 ms (the starts around the late one are still 2 x 47.5 ms apart).
+    const starts = hits['B']!.filter((h) => h.url.startsWith('/page/')).map((h) => h.atMs);
+    assert.equal(starts.length, 60);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    if (process.env.DEBUG_GAPS) console.log(gaps.map((g) => g.toFixed(1)).join(' '), sentGaps.join(' '));
+    gaps.forEach((gap, i) => {
+      if (gap >= 45) return;
+      const around = gaps.slice(Math.max(0, i - 2), i + 3).map((g) => g.toFixed(1)).join(' ');
+      assert.ok(gap >= 35 && i > 0 && gaps[i - 1]! + gap >= 95, `gap ${i} at the origin is ${gap.toFixed(2)} ms (gaps around it: ${around})`);
+    });
+    const rate = (starts.length - 1) / ((starts[starts.length - 1]! - starts[0]!) / 1000);
+    assert.ok(rate <= 20.05, `rate ${rate.toFixed(2)}/s above the 20/s ceiling`);
+    assert.ok(rate >= 19, `rate ${rate.toFixed(2)}/s is below 19/s`);
+  });
+});
