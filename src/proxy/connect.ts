@@ -22,6 +22,7 @@ import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
 import type { RequestPipeline } from './pipeline.js';
 import { renderProxyResponse } from './responses.js';
 import { writeRawResponse } from './raw-response.js';
+import { targetsOwnListener } from './loop-guard.js';
 import type { UpgradeRelay } from './upgrade.js';
 
 /** Collaborators of {@link ConnectHandler}. */
@@ -131,7 +132,7 @@ export class ConnectHandler {
     socket.on('error', () => socket.destroy());
     const target = parseConnectTarget(req.url);
     if (typeof target === 'string') return this.refuse(req, socket, decideWithoutRobots('bad-request', { detail: target }));
-    if (this.ownAddresses.some((a) => a.port === target.port && (a.host === target.hostname || target.hostname === 'localhost'))) {
+    if (targetsOwnListener(target.hostname, target.port, this.ownAddresses)) {
       return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin: originOf(target), detail: 'the target is this proxy itself (forwarding loop)' }));
     }
     switch (this.deps.mode) {
@@ -211,7 +212,8 @@ export class ConnectHandler {
       secureContext = await issuer.getSecureContext(target.hostname);
     } catch (err) {
       this.deps.logger.warn({ event: 'tls-leaf-error', host: target.hostname, error: (err as Error).message }, 'could not sign a certificate for the CONNECT host');
-      return void socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\ncould not create a certificate for this host\n');
+      const decision = decideWithoutRobots('upstream-error', { origin: originOf(target), detail: 'the proxy could not create a certificate for this host' });
+      return writeRawResponse(socket, renderProxyResponse({ ...decision, upstream: { error: 'LEAF_CERTIFICATE_FAILED' } }, { accept: undefined, nowMs: this.deps.clock.nowMs() }));
     }
     if (socket.destroyed) return;
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -229,10 +231,11 @@ export class ConnectHandler {
       if (first[0] !== 0x16) {
         tunnel.state = 'refused';
         this.deps.logger.warn({ event: 'tunnel-not-tls', origin: originOf(target) }, 'client sent plain text into a CONNECT tunnel (expected TLS)');
-        const body = 'this CONNECT tunnel expects TLS (the proxy intercepts HTTPS); send plain HTTP requests in absolute form instead\n';
+        const detail = 'this CONNECT tunnel expects TLS (the proxy intercepts HTTPS); send plain HTTP requests in absolute form instead';
+        const decision = decideWithoutRobots('upstream-error', { origin: originOf(target), detail });
         // Read and drop the rest, so the client's FIN is seen and the socket closes (the timer bounds a client that never closes).
         socket.resume();
-        return void socket.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+        return writeRawResponse(socket, renderProxyResponse({ ...decision, upstream: { error: 'TUNNEL_NOT_TLS' } }, { accept: undefined, nowMs: this.deps.clock.nowMs() }));
       }
       this.startTls(tunnel, secureContext);
     });

@@ -50,16 +50,22 @@ export function isPrivateAddress(address: string): boolean {
   const family = isIP(ip);
   if (family === 4) return blocked.check(ip, 'ipv4');
   if (family !== 6) return false;
-  const lower = ip.toLowerCase();
-  const embedded = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (embedded) return blocked.check(embedded[1]!, 'ipv4');
-  const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (mappedHex) {
-    const hi = parseInt(mappedHex[1]!, 16);
-    const lo = parseInt(mappedHex[2]!, 16);
-    return blocked.check(`${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`, 'ipv4');
-  }
-  return blocked.check(ip, 'ipv6');
+  const embedded = embeddedIpv4(ip.toLowerCase());
+  return embedded !== undefined ? blocked.check(embedded, 'ipv4') : blocked.check(ip, 'ipv6');
+}
+
+/**
+ * The IPv4 address inside an IPv4-mapped (`::ffff:7f00:1`, `::ffff:127.0.0.1`)
+ * or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address, lower case, no brackets; undefined otherwise.
+ */
+export function embeddedIpv4(ipv6: string): string | undefined {
+  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(ipv6);
+  if (dotted) return dotted[1];
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(ipv6);
+  if (!hex) return undefined;
+  const hi = parseInt(hex[1]!, 16);
+  const lo = parseInt(hex[2]!, 16);
+  return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;

@@ -5,8 +5,9 @@
  */
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { rootCertificates } from 'node:tls';
+import type { SecureContext } from 'node:tls';
 import type { Duplex } from 'node:stream';
+import type net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
@@ -23,8 +24,8 @@ export interface UpgradeDeps {
   clock: Clock;
   onFinished: (entry: AccessEntry) => void;
   lookup: LookupFunction;
-  /** Extra PEM CAs for upstream TLS. */
-  extraCaPems?: string[];
+  /** TLS trust for https upstreams (system CAs plus `upstream.caFile`), built once; undefined: Node's defaults. */
+  secureContext?: SecureContext;
   /** Time to wait for the upstream's answer to the upgrade, ms. */
   timeoutMs: number;
 }
@@ -37,12 +38,29 @@ export class UpgradeRelay {
 
   constructor(private readonly deps: UpgradeDeps) {
     this.httpAgent = new http.Agent({ lookup: deps.lookup } as http.AgentOptions);
-    const ca = deps.extraCaPems?.length ? [...rootCertificates, ...deps.extraCaPems] : undefined;
-    this.httpsAgent = new https.Agent({ lookup: deps.lookup, ...(ca ? { ca } : {}) } as https.AgentOptions);
+    this.httpsAgent = new https.Agent({ lookup: deps.lookup, ...(deps.secureContext ? { secureContext: deps.secureContext } : {}) } as https.AgentOptions);
     // http-proxy reports socket errors here; without a listener it would throw.
     this.proxy.on('error', (_err, _req, target) => {
       const socket = target as Duplex | undefined;
       socket?.destroy?.();
+    });
+    // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
+    // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
+    // An upgraded stream is over when either side ends or closes.
+    this.proxy.on('proxyReqWs', (proxyReq: http.ClientRequest, _req: IncomingMessage, socket: Duplex) => {
+      socket.once('close', () => proxyReq.destroy());
+      proxyReq.once('upgrade', (_res: IncomingMessage, proxySocket: Duplex) => {
+        const finish = (): void => {
+          for (const s of [socket, proxySocket] as net.Socket[]) {
+            if (typeof s.destroySoon === 'function') s.destroySoon();
+            else s.destroy();
+          }
+        };
+        for (const s of [socket, proxySocket]) {
+          s.once('end', finish);
+          s.once('close', finish);
+        }
+      });
     });
   }
 

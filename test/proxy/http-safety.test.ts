@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { Readable } from 'node:stream';
-import { targetsOwnListener } from '../../src/proxy/proxy-server.js';
+import { targetsOwnListener } from '../../src/proxy/loop-guard.js';
 import { startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
 import { proxyRequest, rawExchange, type ProxyAnswer } from '../helpers/proxy-client.js';
 

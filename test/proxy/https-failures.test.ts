@@ -78,7 +78,8 @@ describe('HTTPS interception failures', () => {
     tunnel.socket.write(`GET /page/plain HTTP/1.1\r\nhost: 127.0.0.1:${origin.port}\r\nuser-agent: ${BOT_UA}\r\n\r\n`);
     const text = await answer;
     assert.match(text, /^HTTP\/1\.1 502 /);
-    assert.match(text, /\r\ncontent-type: text\/plain\r\n/i);
+    assert.match(text, /\r\ncontent-type: text\/plain/i);
+    assert.match(text, /\r\nx-robots-proxy-decision: deny; reason=upstream-error\r\n/i);
     assert.match(text, /expects TLS/);
     assert.equal(warnings('tunnel-not-tls').length, before + 1);
     assert.ok(!origin.hits.includes('/page/plain'));

@@ -1,0 +1,35 @@
+/**
+ * The spacing assertions of the four-host scenarios: request starts at a
+ * Crawl-delay origin, as the proxy sent them and as the origin saw them.
+ */
+import assert from 'node:assert/strict';
+
+/**
+ * Asserts that request starts are spaced by `delayMs`:
+ * - as sent (the proxy's access log `upstreamStartedAt`, ms precision): no gap
+ *   under `delayMs - 1` (1 ms of rounding);
+ * - as seen by the origin (its own process reads the clock when it handles
+ *   each request): OS scheduling on a shared machine can show one start 5-10 ms
+ *   late while the proxy sent it on time, so the gap before it grows by as much
+ *   as the gap after it shrinks. A gap under 90% of the delay passes only as
+ *   that pattern: at least 70% of the delay, and with the gap before it adding
+ *   up to at least 1.9 delays. A pacing bug (requests sent together) fails it.
+ * - the rate at the origin, starts per second, is at least `minRatePerSecond`
+ *   and not above 1000 / delayMs (+0.25%).
+ */
+export function assertStartSpacing(sentMs: number[], seenMs: number[], delayMs: number, minRatePerSecond: number): void {
+  const sent = [...sentMs].sort((a, b) => a - b);
+  const sentGaps = sent.slice(1).map((t, i) => t - sent[i]!);
+  assert.ok(Math.min(...sentGaps) >= delayMs - 1, `smallest gap as sent ${Math.min(...sentGaps)} ms`);
+
+  const gaps = seenMs.slice(1).map((t, i) => t - seenMs[i]!);
+  if (process.env['DEBUG_GAPS']) console.log(gaps.map((g) => g.toFixed(1)).join(' '), '|', sentGaps.join(' '));
+  gaps.forEach((gap, i) => {
+    if (gap >= 0.9 * delayMs) return;
+    const around = gaps.slice(Math.max(0, i - 2), i + 3).map((g) => g.toFixed(1)).join(' ');
+    assert.ok(gap >= 0.7 * delayMs && i > 0 && gaps[i - 1]! + gap >= 1.9 * delayMs, `gap ${i} at the origin is ${gap.toFixed(2)} ms (gaps around it: ${around})`);
+  });
+  const rate = (seenMs.length - 1) / ((seenMs[seenMs.length - 1]! - seenMs[0]!) / 1000);
+  assert.ok(rate <= (1000 / delayMs) * 1.0025, `rate ${rate.toFixed(2)}/s above the ${1000 / delayMs}/s ceiling`);
+  assert.ok(rate >= minRatePerSecond, `rate ${rate.toFixed(2)}/s is below ${minRatePerSecond}/s`);
+}

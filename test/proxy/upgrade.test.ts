@@ -1,0 +1,80 @@
+/**
+ * Upgrade requests (WebSocket handshake) through the proxy: decided like any
+ * request, then relayed by http-proxy; refused with the proxy's own answer.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { startTestProxy } from '../helpers/harness.js';
+
+/** Sends a raw upgrade request to the proxy; with `echo`, sends it after the 101 and hangs up on its echo. Resolves with all it read. */
+function rawUpgrade(proxyPort: number, target: string, host: string, echo?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(proxyPort, '127.0.0.1');
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => {
+      text += d;
+      if (echo !== undefined && text.includes('\r\n\r\n') && text.startsWith('HTTP/1.1 101') && !text.includes(echo)) socket.write(echo);
+      if (echo !== undefined && text.includes(`echo:${echo}`)) socket.destroy();
+    });
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nUser-Agent: ExampleBot/1.0\r\n\r\n`);
+  });
+}
+
+describe('Upgrade through the proxy', () => {
+  let origin: http.Server;
+  let originUrl: string;
+  let host: string;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  const upgrades: string[] = [];
+  let upstreamEnded = 0;
+
+  before(async () => {
+    origin = http.createServer((req, res) => {
+      if (req.url === '/robots.txt') return void res.end('User-agent: *\nDisallow: /private/\n');
+      res.end('page');
+    });
+    origin.on('upgrade', (req, socket) => {
+      upgrades.push(req.url ?? '');
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+      // Like a real WebSocket server: the stream is over when the peer ends it.
+      socket.on('end', () => {
+        upstreamEnded++;
+        socket.end();
+      });
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    host = `127.0.0.1:${(origin.address() as AddressInfo).port}`;
+    originUrl = `http://${host}`;
+    proxy = await startTestProxy();
+  });
+
+  after(async () => {
+    await proxy.close();
+    origin.closeAllConnections();
+    await new Promise<void>((resolve) => origin.close(() => resolve()));
+  });
+
+  it('relays an allowed upgrade and the bytes after it', async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/ws`, host, 'hello');
+    assert.match(text, /^HTTP\/1\.1 101 /);
+    assert.ok(text.includes('echo:hello'), text);
+    assert.deepEqual(upgrades, ['/ws']);
+    // The client hung up: the proxy ends the upstream side too (no half-open leak).
+    for (let i = 0; i < 100 && upstreamEnded === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(upstreamEnded, 1);
+  });
+
+  it('refuses a disallowed upgrade with 403 and never reaches the origin', async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/private/ws`, host);
+    assert.match(text, /^HTTP\/1\.1 403 /);
+    assert.match(text, /x-robots-proxy-decision: deny; reason=rule-disallow/);
+    assert.deepEqual(upgrades, ['/ws']);
+  });
+});
