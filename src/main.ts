@@ -161,7 +161,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     metrics?.observe(entry);
   };
 
-  const upgrade = new UpgradeRelay({ pacer, clock, onFinished, lookup, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
+  const upgrade = new UpgradeRelay({ clock, onFinished, lookup, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
   const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished });
   upgrade.setPipeline(pipeline);
   const connect = new ConnectHandler({
@@ -169,7 +169,6 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     issuer,
     pipeline,
     upgrade,
-    pacer,
     clock,
     logger,
     onFinished,

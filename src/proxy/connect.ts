@@ -14,7 +14,6 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { HttpsMode } from '../config/index.js';
-import type { Pacer } from '../pacing/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
@@ -32,7 +31,6 @@ export interface ConnectDeps {
   issuer: LeafCertificateIssuer | undefined;
   pipeline: RequestPipeline;
   upgrade: UpgradeRelay;
-  pacer: Pacer;
   clock: Clock;
   logger: Pick<Logger, 'info' | 'warn' | 'debug'>;
   onFinished: (entry: AccessEntry) => void;
@@ -169,19 +167,16 @@ export class ConnectHandler {
   private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     const { decision: decided } = await this.deps.pipeline.decideFor(new URL(`${originOf(target)}/`), req.headers['user-agent']);
-    let decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
+    const decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
     const abort = new AbortController();
     socket.once('close', () => abort.abort());
-    const delayMs = decision.crawlDelaySeconds === null ? 0 : Math.round(decision.crawlDelaySeconds * 1000);
-    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, { signal: abort.signal });
-    if (!outcome.granted) {
-      if (outcome.refusal.reason !== 'queue-full') return void socket.destroy();
-      const r = outcome.refusal;
-      decision = { ...decision, verdict: 'deny', reason: 'queue-full', pacing: { delayMs, waitedMs: 0, queueLength: r.queueLength, retryAfterSeconds: r.retryAfterSeconds } };
-      return this.refuse(req, socket, decision, startedAtMs);
+    const waited = await this.deps.pipeline.waitForSlot(decision, abort.signal);
+    if ('refusal' in waited) {
+      if (waited.refusal === 'queue-full') return this.refuse(req, socket, decision, startedAtMs);
+      return void socket.destroy();
     }
-    decision = { ...decision, pacing: { delayMs, waitedMs: outcome.slot.waitedMs } };
+    const outcome = waited;
     const upstream = net.connect({ host: target.hostname.replace(/^\[|\]$/g, ''), port: target.port, lookup: this.deps.lookup });
     upstream.once('connect', () => {
       outcome.slot.release();

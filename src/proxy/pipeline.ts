@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
-import type { Pacer } from '../pacing/index.js';
+import type { Pacer, Refusal, Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
@@ -113,6 +113,29 @@ export class RequestPipeline {
     return { decision, productTokens };
   }
 
+  /**
+   * Waits in the origin's queue for a start slot, with the delay of
+   * {@link RequestPipeline.delayFor}. Records the pacing facts on `decision`;
+   * when the queue refuses (`queue-full`), turns it into that refusal. Shared
+   * by plain requests, tunnel-mode CONNECTs and Upgrades. Never rejects.
+   * @returns the slot, or why there is none (`aborted`: the client left while queued).
+   */
+  async waitForSlot(decision: Decision, signal: AbortSignal): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
+    const { delayMs, maxConcurrency } = this.delayFor(decision);
+    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, { signal, ...(maxConcurrency !== undefined ? { maxConcurrency } : {}) });
+    if (outcome.granted) {
+      decision.pacing = { delayMs, waitedMs: outcome.slot.waitedMs };
+      return { slot: outcome.slot };
+    }
+    const refusal = outcome.refusal;
+    if (refusal.reason === 'queue-full') {
+      decision.verdict = 'deny';
+      decision.reason = 'queue-full';
+      decision.pacing = { delayMs, waitedMs: 0, queueLength: refusal.queueLength, retryAfterSeconds: refusal.retryAfterSeconds };
+    }
+    return { refusal: refusal.reason };
+  }
+
   /** The delay before this request may start, ms: its group's crawl-delay raised to the operator minimums. */
   private delayFor(decision: Decision): { delayMs: number; maxConcurrency: number | undefined } {
     const { pacing } = this.deps.config;
@@ -162,22 +185,14 @@ export class RequestPipeline {
       return finish();
     }
 
-    const { delayMs, maxConcurrency } = this.delayFor(decision);
-    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
-      signal: abort.signal,
-      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
-    });
-    if (!outcome.granted) {
-      const refusal = outcome.refusal;
-      if (refusal.reason === 'queue-full') {
-        decision.verdict = 'deny';
-        decision.reason = 'queue-full';
-        decision.pacing = { delayMs, waitedMs: 0, queueLength: refusal.queueLength, retryAfterSeconds: refusal.retryAfterSeconds };
+    const waited = await this.waitForSlot(decision, abort.signal);
+    if ('refusal' in waited) {
+      if (waited.refusal === 'queue-full') {
         response.status = this.respond(res, req, decision);
       } else {
         // The client left while queued (or the proxy is closing): nothing goes upstream.
-        error = refusal.reason === 'aborted' ? 'CLIENT_ABORTED' : 'PROXY_CLOSING';
-        if (refusal.reason === 'closed' && !res.headersSent) {
+        error = waited.refusal === 'aborted' ? 'CLIENT_ABORTED' : 'PROXY_CLOSING';
+        if (waited.refusal === 'closed' && !res.headersSent) {
           decision.verdict = 'deny';
           decision.reason = 'upstream-error';
           decision.upstream = { error };
@@ -188,9 +203,8 @@ export class RequestPipeline {
       return finish();
     }
 
-    const slot = outcome.slot;
+    const slot = waited.slot;
     timings.queueWaitMs = slot.waitedMs;
-    decision.pacing = { delayMs, waitedMs: slot.waitedMs };
     const upstreamStarted = this.deps.clock.nowMs();
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     // Crawlers rarely send bodies; only then is a counting stage put in the way.

@@ -11,7 +11,6 @@ import type net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
-import type { Pacer } from '../pacing/index.js';
 import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { RequestPipeline } from './pipeline.js';
@@ -20,7 +19,6 @@ import { writeRawResponse } from './raw-response.js';
 
 /** Collaborators of {@link UpgradeRelay}. */
 export interface UpgradeDeps {
-  pacer: Pacer;
   clock: Clock;
   onFinished: (entry: AccessEntry) => void;
   lookup: LookupFunction;
@@ -96,21 +94,17 @@ export class UpgradeRelay {
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
     const { decision: decided } = await pipeline.decideFor(target, req.headers['user-agent']);
-    let decision = decided;
+    const decision = decided;
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
     const abort = new AbortController();
     socket.once('close', () => abort.abort());
-    const delayMs = decision.crawlDelaySeconds === null ? 0 : Math.round(decision.crawlDelaySeconds * 1000);
-    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, { signal: abort.signal });
-    if (!outcome.granted) {
-      if (outcome.refusal.reason !== 'queue-full') return void socket.destroy();
-      const r = outcome.refusal;
-      decision = { ...decision, verdict: 'deny', reason: 'queue-full', pacing: { delayMs, waitedMs: 0, queueLength: r.queueLength, retryAfterSeconds: r.retryAfterSeconds } };
-      return this.refuse(req, socket, decision, startedAtMs);
+    const waited = await pipeline.waitForSlot(decision, abort.signal);
+    if ('refusal' in waited) {
+      if (waited.refusal === 'queue-full') return this.refuse(req, socket, decision, startedAtMs);
+      return void socket.destroy();
     }
-    decision = { ...decision, pacing: { delayMs, waitedMs: outcome.slot.waitedMs } };
     // The upgrade is one request start; the long-lived stream after it is not paced.
-    outcome.slot.release();
+    waited.slot.release();
     req.url = target.pathname + target.search;
     const isHttps = target.protocol === 'https:';
     this.proxy.ws(req, socket, head, {
