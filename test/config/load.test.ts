@@ -202,6 +202,14 @@ describe('defaultConfig', () => {
     assert.deepEqual(loadConfig(join(root, 'config/default.yaml')), defaultConfig());
   });
 
+  it('the shipped example configs load and differ from the defaults only where they say', () => {
+    const local = loadConfig(join(root, 'config/local.yaml'));
+    assert.deepEqual(local, { ...defaultConfig(), upstream: { ...defaultConfig().upstream, allowPrivateNetworks: true } });
+    const docker = loadConfig(join(root, 'config/docker.yaml'));
+    assert.equal(docker.listen.host, '0.0.0.0');
+    assert.equal(docker.upstream.allowPrivateNetworks, false);
+  });
+
   it('returns a fresh object each time', () => {
     const a = defaultConfig();
     (a.listen as { port: number }).port = 1;
