@@ -48,6 +48,12 @@ interface OriginState {
 }
 
 /**
+ * Dispatch latency, ms, that {@link Slot.markSent} ignores. A gap the origin sees is
+ * never shorter than the delay minus this (plus the network's own jitter).
+ */
+export const SEND_LATENCY_TOLERANCE_MS = 1;
+
+/**
  * Per-origin request pacing with a lifecycle: create one per proxy, `close()` on shutdown.
  *
  * - Queues are per origin and FIFO: a request never starts before an earlier one to its origin.
@@ -62,12 +68,6 @@ interface OriginState {
  * Known limits: the wait estimate cannot know response times, so it is a lower bound (`maxQueue`
  * bounds the rest). Time is `clock.nowMs()`; a wall clock stepped forward shortens one gap.
  */
-/**
- * Dispatch latency, ms, that {@link Slot.markSent} ignores. A gap the origin sees is
- * never shorter than the delay minus this (plus the network's own jitter).
- */
-export const SEND_LATENCY_TOLERANCE_MS = 1;
-
 export class Pacer {
   readonly #options: ResolvedPacingOptions;
   readonly #clock: Clock;

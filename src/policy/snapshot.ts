@@ -6,6 +6,7 @@
 import type { RobotsTxt } from '../robots/types.js';
 import type { SnapshotInfo } from './decision.js';
 
+/** A robots snapshot: `info` always, `robots` when the file was fetched and parsed. */
 export interface RobotsSnapshot {
   /** How the snapshot was obtained: state, status, fetch time, expiry, bytes. */
   info: SnapshotInfo;

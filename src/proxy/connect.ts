@@ -94,6 +94,7 @@ function originOf(t: TunnelTarget): string {
   return t.port === 443 ? `https://${t.hostname}` : `https://${t.hostname}:${t.port}`;
 }
 
+/** Handles CONNECT requests in the configured `https.mode`; owns the intercepted tunnels (lifecycle: `close()`). */
 export class ConnectHandler {
   private readonly inner: http.Server;
   private readonly targets = new WeakMap<object, TunnelTarget>();

@@ -70,6 +70,7 @@ class ByteCounter extends Transform {
   }
 }
 
+/** The shared request pipeline (identify, decide, pace, forward, audit). One per proxy. */
 export class RequestPipeline {
   /** Candidate tokens per User-Agent header: bots send the same few headers over and over. */
   private readonly tokensByUserAgent = new LRUCache<string, string[]>({ max: 1000 });

@@ -61,6 +61,7 @@ export function parseProxyTarget(rawTarget: string | undefined): URL | string {
   return url;
 }
 
+/** The proxy's HTTP listener (lifecycle: `listen`, `close`). */
 export class ProxyServer {
   readonly server: http.Server;
   private ownAddresses: Array<{ host: string; port: number }> = [];

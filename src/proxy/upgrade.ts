@@ -28,6 +28,7 @@ export interface UpgradeDeps {
   timeoutMs: number;
 }
 
+/** Decides, paces and relays Upgrade requests through http-proxy (lifecycle: `close()`). */
 export class UpgradeRelay {
   private pipeline: RequestPipeline | undefined;
   private readonly proxy = httpProxy.createProxyServer({ ws: true, xfwd: false, changeOrigin: true });
