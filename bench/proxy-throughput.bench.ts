@@ -8,8 +8,8 @@
  *           pacing, logging or metrics;
  *   proxy   through robots-proxy (`startProxy`, log level silent): robots.txt
  *           cached, the path allowed, no crawl-delay, pacing.maxConcurrency 64;
- *   proxy+log  the same with the access log on (info, synchronous JSON lines
- *           to /dev/null, as `serve` writes them to stdout); informative only.
+ *   proxy+log  the same with the access log on (info, JSON lines written
+ *           written to /dev/null exactly as `serve` writes them to stdout).
  * Target: proxy >= 80% of bare's req/s. Prints figures; asserts nothing.
  *
  * Processes: the origin runs in a child process, autocannon in another; the
@@ -229,8 +229,7 @@ async function main(): Promise<void> {
     });
   const bare = await startBareForwarder();
   const proxy = await startProxy(proxyConfig(), { logger: pino({ level: 'silent' }) });
-  const devNull = pino.destination({ dest: '/dev/null', sync: true });
-  const proxyLogged = await startProxy(proxyConfig(), { logger: createLogger({ level: 'info', destination: devNull }) });
+  const proxyLogged = await startProxy(proxyConfig(), { logger: createLogger({ level: 'info', file: '/dev/null' }) });
 
   const configs: Array<{ name: string; job: LoadJob }> = [
     { name: 'direct', job: { url: `http://${originHost}`, path: PAGE_PATH, host: originHost, seconds: RUN_SECONDS } },

@@ -72,6 +72,8 @@ export interface ProxyProcess {
   adminPort: number | undefined;
   /** JSON log lines seen so far. */
   logs: Array<Record<string, unknown>>;
+  /** Resolves once `count` access log lines (msg `request`) have arrived; the proxy buffers its log for up to 100 ms. */
+  waitForAccessLines(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -106,5 +108,12 @@ export async function startProxyProcess(yaml: string): Promise<ProxyProcess> {
   });
   const ready = await listening;
   const portOf = (hostPort: unknown): number | undefined => (typeof hostPort === 'string' ? Number(hostPort.split(':').pop()) : undefined);
-  return { proxyPort: portOf(ready['proxy'])!, adminPort: portOf(ready['admin']), logs, close: () => stop(child) };
+  const waitForAccessLines = async (count: number, timeoutMs = 5000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (logs.filter((l) => l['msg'] === 'request').length < count) {
+      if (Date.now() > deadline) throw new Error(`only ${logs.filter((l) => l['msg'] === 'request').length} of ${count} access log lines after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  return { proxyPort: portOf(ready['proxy'])!, adminPort: portOf(ready['admin']), logs, waitForAccessLines, close: () => stop(child) };
 }

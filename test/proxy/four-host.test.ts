@@ -54,6 +54,7 @@ describe('four-host scenario over HTTP', () => {
     await Promise.all(Array.from({ length: 32 }, worker));
     agent.destroy();
     for (const name of NAMES) hits[name] = await origins.hits(name);
+    await proxy.waitForAccessLines(work.length);
   });
 
   after(async () => {

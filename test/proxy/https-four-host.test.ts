@@ -91,6 +91,7 @@ describe('four-host scenario over HTTPS (intercepted)', () => {
       await Promise.all(agents.map((a) => a.close()));
     }
     for (const name of NAMES) hits[name] = await originsOf(name).hits(name);
+    await proxy.waitForAccessLines(work.length + agents.length);
   });
 
   after(async () => {
