@@ -91,7 +91,7 @@ export async function runJsonl(input: Readable, output: Writable): Promise<{ ans
     if (!output.write(chunk)) await new Promise<void>((resolve) => output.once('drain', resolve));
   };
   for await (const line of lines) {
-    if (line.trim().length === 0) continue;
+    // One output line per input line, blank ones included, so outputs stay aligned with inputs.
     buffer.push(JSON.stringify(answerLine(line, parsedByBody)) + '\n');
     if (buffer[buffer.length - 1]!.startsWith('{"error"')) errors++;
     else answered++;
@@ -102,6 +102,7 @@ export async function runJsonl(input: Readable, output: Writable): Promise<{ ans
 }
 
 function answerLine(line: string, parsedByBody: LRUCache<string, RobotsTxt>): CheckAnswer | { error: string } {
+  if (line.trim().length === 0) return { error: 'empty line' };
   let record: unknown;
   try {
     record = JSON.parse(line);

@@ -17,7 +17,7 @@ import { Pacer } from './pacing/index.js';
 import { createLogger, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer } from './admin/index.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
-import { TargetGuard, createGuardedLookup } from './proxy/target-guard.js';
+import { TargetGuard, createGuardedConnector, createGuardedLookup } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
 import { RequestPipeline } from './proxy/pipeline.js';
 import { ConnectHandler } from './proxy/connect.js';
@@ -92,11 +92,10 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   // Built once: a `ca` option would rebuild the trust store (~20 ms) for every upstream TLS connection.
   const upstreamTls: SecureContext | undefined = extraCaPems.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...extraCaPems] }) : undefined;
   const robotsAgent = new Agent({
-    connect: {
+    connect: createGuardedConnector(config.upstream.allowPrivateNetworks, {
       timeout: config.upstream.connectTimeoutMs,
-      lookup,
       ...(upstreamTls ? { secureContext: upstreamTls } : {}),
-    },
+    }),
   });
   let metrics: ProxyMetrics | undefined;
   const fetcher = new RobotsFetcher({

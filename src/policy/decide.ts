@@ -3,7 +3,7 @@
  * The only place where a robots.txt outcome becomes a verdict and a reason.
  */
 import { evaluate } from '../robots/match.js';
-import { normalisePath } from '../robots/encoding.js';
+import { normalisePath, originResolvedPath } from '../robots/encoding.js';
 import type { Decision, DecisionReason } from './decision.js';
 import type { RobotsSnapshot } from './snapshot.js';
 
@@ -24,12 +24,22 @@ export interface DecisionRequest {
  * - `unreachable` (5xx, 429, network): disallow all (§2.3.1.4), reason
  *   `robots-unreachable`, except `/robots.txt` itself.
  * Crawl-delay comes from the group that applied (extension, §2.2.4).
+ * An allowed path is also decided as an origin may resolve it
+ * (`originResolvedPath`: encoded slashes, `//`, dot segments); when that is
+ * disallowed, so is the request, and `path` names the resolved path.
  * Pure; never throws.
  */
 export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
   const base = { origin: request.origin, snapshot: snapshot.info, agentTokens: request.productTokens };
   if (snapshot.info.state === 'ok' && snapshot.robots !== null) {
-    const r = evaluate(snapshot.robots, request.productTokens, request.pathAndQuery);
+    let r = evaluate(snapshot.robots, request.productTokens, request.pathAndQuery);
+    // An allowed path that an origin may resolve to another one (`/private%2Fx`, `//private/x`,
+    // `/a/..%2Fprivate`) is decided on that one too: enforcement must not be bypassable by encoding.
+    const resolved = r.allowed ? originResolvedPath(r.path) : undefined;
+    if (resolved !== undefined) {
+      const alternative = evaluate(snapshot.robots, request.productTokens, resolved);
+      if (!alternative.allowed) r = alternative;
+    }
     return {
       ...base,
       verdict: r.allowed ? 'allow' : 'deny',

@@ -155,9 +155,9 @@ export class ConnectHandler {
     this.deps.onFinished({
       startedAtMs,
       client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
-      request: { method: 'CONNECT', url: (req.url ?? '').slice(0, 1024), userAgent: req.headers['user-agent'] ?? null, via: 'connect' },
+      request: { method: req.method === 'CONNECT' ? 'CONNECT' : (req.method ?? 'GET'), url: (req.url ?? '').slice(0, 1024), userAgent: req.headers['user-agent'] ?? null, via: req.method === 'CONNECT' ? 'connect' : 'https-intercepted' },
       decision,
-      productTokens: [],
+      productTokens: decision.agentTokens,
       timings: { queueWaitMs: decision.pacing?.waitedMs ?? null, upstreamMs: null, durationMs: this.deps.clock.nowMs() - startedAtMs },
       response: { status, upstreamStatus: null, bytesSent: 0, bytesReceived: 0, clientAborted: false },
       error,
@@ -328,7 +328,8 @@ export class ConnectHandler {
     const raw = req.url ?? '/';
     let url: URL;
     try {
-      url = new URL(raw, origin);
+      // `origin + raw`, not `new URL(raw, origin)`: a path such as `//x/y` is a path here, not a host.
+      url = new URL(raw.startsWith('/') ? origin + raw : raw);
     } catch {
       url = new URL('/', origin);
     }

@@ -137,7 +137,7 @@ export class ProxyServer {
       client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
       request: { method: req.method ?? '', url: (req.url ?? '').slice(0, 2048), userAgent: req.headers['user-agent'] ?? null, via: 'http' },
       decision,
-      productTokens: [],
+      productTokens: decision.agentTokens,
       timings: { queueWaitMs: null, upstreamMs: null, durationMs: 0 },
       response: { status: rendered.status, upstreamStatus: null, bytesSent: Buffer.byteLength(rendered.body), bytesReceived: 0, clientAborted: false },
       error: null,

@@ -9,6 +9,7 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { LRUCache } from 'lru-cache';
+import { buildConnector } from 'undici';
 
 const blocked = new BlockList();
 for (const [net, prefix] of [
@@ -131,4 +132,21 @@ export class TargetGuard {
     this.answers.set(bare, answer);
     return answer;
   }
+}
+
+/**
+ * An undici connector that refuses private addresses, also for IP-literal
+ * hosts (where no DNS lookup runs): robots.txt redirects may point anywhere,
+ * e.g. at `http://169.254.169.254/`. Names are checked by the guarded lookup on
+ * the address actually connected to. With `allowPrivate`, the plain connector.
+ * @param options undici connect options (timeout, secureContext, ...).
+ */
+export function createGuardedConnector(allowPrivate: boolean, options: buildConnector.BuildOptions): buildConnector.connector {
+  const connect = buildConnector({ ...options, lookup: createGuardedLookup(allowPrivate) } as buildConnector.BuildOptions);
+  if (allowPrivate) return connect;
+  return (opts, callback) => {
+    const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
+    if (isPrivateAddress(host)) return callback(privateTargetError(opts.hostname, host), null);
+    return connect(opts, callback);
+  };
 }

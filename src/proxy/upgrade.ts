@@ -81,7 +81,7 @@ export class UpgradeRelay {
       client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
       request: { method: req.method ?? 'GET', url: url.slice(0, 2048), userAgent: req.headers['user-agent'] ?? null, via: 'http' },
       decision,
-      productTokens: [],
+      productTokens: decision.agentTokens,
       timings: { queueWaitMs: decision.pacing?.waitedMs ?? null, upstreamMs: null, durationMs: this.deps.clock.nowMs() - startedAtMs },
       response: { status, upstreamStatus: null, bytesSent: 0, bytesReceived: 0, clientAborted: false },
       error: null,

@@ -125,3 +125,33 @@ function firstOf(s: string, from: number): number {
   }
   return -1;
 }
+
+/**
+ * The path as a lenient origin server may resolve it: encoded slashes and
+ * backslashes (`%2F`, `%5C`, `\`) taken as `/`, runs of `/` merged, and
+ * dot segments removed (RFC 3986 §5.2.4). Common servers do some of this
+ * before routing, so `/private%2Fx`, `//private/x` and `/a/..%2Fprivate/x` can
+ * all reach `/private/x`. `path` must already be normalised
+ * ({@link normalisePath}); the query is kept as it is.
+ * Pure; never throws.
+ * @returns the resolved path plus query, or `undefined` when it equals `path`.
+ */
+export function originResolvedPath(path: string): string | undefined {
+  const q = path.indexOf('?');
+  const pathOnly = q === -1 ? path : path.slice(0, q);
+  if (!/%2F|%5C|\\|\/\/|\/\.\.?(?:\/|$)/i.test(pathOnly)) return undefined;
+  const slashed = pathOnly.replace(/%2F|%5C/gi, '/').replace(/\\/g, '/').replace(/\/{2,}/g, '/');
+  const output: string[] = [];
+  const segments = slashed.split('/').slice(1);
+  segments.forEach((segment, i) => {
+    const isLast = i === segments.length - 1;
+    if (segment === '.' || segment === '..') {
+      if (segment === '..') output.pop();
+      if (isLast) output.push('');
+      return;
+    }
+    output.push(segment);
+  });
+  const resolved = '/' + output.join('/') + (q === -1 ? '' : path.slice(q));
+  return resolved === path ? undefined : resolved;
+}

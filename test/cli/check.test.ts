@@ -61,16 +61,20 @@ describe('robots-proxy check', () => {
       JSON.stringify({ robots, url: 'http://a.example/z', userAgent: 'FooBot/1.0 (+http://foo)' }),
       JSON.stringify({ robots, url: 'not a url', token: 'FooBot' }),
       JSON.stringify({ robots, url: 'http://a.example/x' }),
+      '',
+      JSON.stringify({ robots, url: 'http://a.example/x', token: 'FooBot' }),
     ].join('\n');
     const r = await run(['check', '--jsonl'], input + '\n');
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    assert.equal(out.length, 5);
+    assert.equal(out.length, 7, 'one output line per input line, the blank one included');
     assert.deepEqual(out[0], { allowed: false, reason: 'rule-disallow', token: 'FooBot', group: 'FooBot', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: 0.5 });
     assert.ok(typeof out[1].error === 'string');
     assert.deepEqual(out[2], { allowed: true, reason: 'no-matching-rule', token: 'FooBot', group: 'FooBot', rule: null, crawlDelay: 0.5 });
     assert.ok(typeof out[3].error === 'string');
     assert.match(out[4].error, /userAgent|token/);
+    assert.equal(out[5].error, 'empty line');
+    assert.equal(out[6].allowed, false);
   });
 
   it('handles 10,000 JSON-lines cases in one run', async () => {

@@ -56,6 +56,19 @@ describe('decide', () => {
     assert.equal(decide(ok, request('/%7Efoo/caf\u00e9')).path, '/~foo/caf%C3%A9');
   });
 
+  it('cannot be bypassed by encodings an origin resolves to a disallowed path', () => {
+    const robots = snapshot('ok', 'User-agent: *\nDisallow: /private/\n');
+    for (const path of ['/private%2Fx', '/private%2fx', '/%2Fprivate/x', '//private/x', '/.%2fprivate/x', '/foo/..%2fprivate/x', '/%70rivate/x', '/x/%5C../private/y']) {
+      const d = decide(robots, request(path, ['AnyBot']));
+      assert.equal(d.verdict, 'deny', path);
+      assert.equal(d.reason, 'rule-disallow', path);
+      assert.ok(d.path.startsWith('/private/'), `${path} tested as ${d.path}`);
+    }
+    for (const path of ['/public//x', '/a/../public', '/q?next=/private/x', '/privatex']) {
+      assert.equal(decide(robots, request(path, ['AnyBot'])).verdict, 'allow', path);
+    }
+  });
+
   it('builds robots-less decisions with a reason and detail', () => {
     const d = decideWithoutRobots('target-private-network', { origin: 'http://10.0.0.1', detail: 'private' });
     assert.equal(d.verdict, 'deny');

@@ -1,6 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { isPrivateAddress, TargetGuard, createGuardedLookup, PRIVATE_TARGET_CODE } from '../../src/proxy/target-guard.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'undici';
+import { isPrivateAddress, TargetGuard, createGuardedConnector, createGuardedLookup, PRIVATE_TARGET_CODE } from '../../src/proxy/target-guard.js';
 
 describe('isPrivateAddress', () => {
   const privateOnes = ['127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '[::1]', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '224.0.0.1', '255.255.255.255'];
@@ -26,5 +29,33 @@ describe('TargetGuard', () => {
     const lookup = createGuardedLookup(false);
     const err = await new Promise<NodeJS.ErrnoException | null>((resolve) => lookup('localhost', {}, (e) => resolve(e)));
     assert.equal(err?.code, PRIVATE_TARGET_CODE);
+  });
+});
+
+describe('createGuardedConnector', () => {
+  it('refuses IP-literal private targets (no DNS lookup runs for them), e.g. a robots.txt redirect', async () => {
+    let hits = 0;
+    const server = http.createServer((_req, res) => {
+      hits++;
+      res.end('ok');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const guarded = new Agent({ connect: createGuardedConnector(false, { timeout: 2000 }) });
+    const open = new Agent({ connect: createGuardedConnector(true, { timeout: 2000 }) });
+    try {
+      for (const url of [`http://127.0.0.1:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`, `http://localhost:${port}/`]) {
+        await assert.rejects(request(url, { dispatcher: guarded }), (err: NodeJS.ErrnoException) => err.code === PRIVATE_TARGET_CODE || (err.cause as NodeJS.ErrnoException | undefined)?.code === PRIVATE_TARGET_CODE, url);
+      }
+      assert.equal(hits, 0);
+      const allowed = await request(`http://127.0.0.1:${port}/`, { dispatcher: open });
+      assert.equal(await allowed.body.text(), 'ok');
+      assert.equal(hits, 1);
+    } finally {
+      await guarded.close();
+      await open.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
