@@ -189,6 +189,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     });
     try {
       adminAddress = await admin.listen(config.admin.host, config.admin.port);
+      proxy.protectAddress(adminAddress);
     } catch (err) {
       await proxy.close();
       throw err;

@@ -61,7 +61,8 @@ export function parseConnectTarget(raw: string | undefined): TunnelTarget | stri
   }
   const port = url.port === '' ? (/:443$/.test(raw) ? 443 : NaN) : Number(url.port);
   if (!Number.isInteger(port) || port <= 0) return `CONNECT target "${raw.slice(0, 100)}" has no port`;
-  return { authority: `${url.hostname}:${port}`, hostname: url.hostname, port };
+  const hostname = url.hostname.endsWith('.') && url.hostname.length > 1 ? url.hostname.slice(0, -1) : url.hostname;
+  return { authority: `${hostname}:${port}`, hostname, port };
 }
 
 /** Normalised `host:port` of a Host header, with `defaultPort` filled in. */

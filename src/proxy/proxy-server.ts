@@ -57,6 +57,9 @@ export function parseProxyTarget(rawTarget: string | undefined): URL | string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme "${url.protocol}" is not proxied (only http and https)`;
   if (url.hostname.length === 0) return 'the target has no host';
+  // `example.com.` is `example.com`: one origin, one robots.txt, one queue (else a trailing dot
+  // would buy a second pacing queue).
+  if (url.hostname.endsWith('.') && url.hostname.length > 1) url.hostname = url.hostname.slice(0, -1);
   if (url.username || url.password) return 'the target must not carry user information';
   return url;
 }
@@ -95,9 +98,18 @@ export class ProxyServer {
       });
     });
     const address = this.server.address() as AddressInfo;
-    this.ownAddresses = [{ host: address.address, port: address.port }];
+    this.ownAddresses = [{ host: address.address, port: address.port }, ...this.ownAddresses];
     this.deps.connect.setOwnAddresses(this.ownAddresses);
     return address;
+  }
+
+  /**
+   * Adds another listener of this process (the admin API) to the addresses a
+   * request may not target, so the proxy cannot be used to reach it.
+   */
+  protectAddress(address: AddressInfo): void {
+    this.ownAddresses = [...this.ownAddresses, { host: address.address, port: address.port }];
+    this.deps.connect.setOwnAddresses(this.ownAddresses);
   }
 
   /** True when the target is this proxy's own listener or the request already passed through it. */
