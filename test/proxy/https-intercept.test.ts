@@ -72,6 +72,18 @@ describe('HTTPS interception', () => {
     });
   }
 
+  it('reads paths inside the tunnel as paths: //x is not a host, and //private/ is still disallowed', async () => {
+    const common = ['--path-as-is', '--proxy', proxy.proxyUrl, '--cacert', proxyCaPath, '-A', BOT_UA];
+    const base = `https://127.0.0.1:${origin.port}`;
+    const allowed = await runCurl([...common, `${base}//page/double`]);
+    assert.equal(allowed.status, 200, allowed.body);
+    assert.ok(origin.hits.includes('//page/double'));
+    const denied = await runCurl([...common, `${base}//private/x`]);
+    assert.equal(denied.status, 403, denied.body);
+    assert.equal(denied.headers['x-robots-proxy-decision'], 'deny; reason=rule-disallow');
+    assert.ok(!origin.hits.some((h) => h.includes('private')), `origin saw ${origin.hits.join(' ')}`);
+  });
+
   it('curl refuses the proxy certificate when it does not trust the proxy CA (the test is not vacuous)', async () => {
     const r = await runCurl(['--proxy', proxy.proxyUrl, '-A', BOT_UA, `https://localhost:${origin.port}/page/untrusted`]);
     assert.equal(r.exitCode, 60, `curl exit ${r.exitCode}: ${r.stderr}`);
