@@ -49,12 +49,12 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Starts the HTTPS origins of `specs` (see https-origins-process.ts) presenting `pki`'s server certificate. */
+/** Starts the HTTPS origins of `specs` (see origins-process.ts) presenting `pki`'s server certificate. */
 export async function startHttpsOriginsProcess(
   specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number }>,
   pki: TestPki,
 ): Promise<HttpsOriginsProcess> {
-  const script = join(root, 'test/helpers/https-origins-process.ts');
+  const script = join(root, 'test/helpers/origins-process.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(specs), JSON.stringify({ certPem: pki.certPem, keyPem: pki.keyPem })], {
     cwd: root,
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -2,10 +2,12 @@
  * Loopback origins in their own process, so the timestamps they record are
  * not delayed by the test's client load (each process has its own event loop).
  * argv[2]: JSON `{ "<name>": { "robots"?: string, "robotsStatus"?: number, "pageDelayMs"?: number } }`.
+ * argv[3] (optional): JSON `{ "certPem": string, "keyPem": string }`: serve HTTPS with that certificate.
  * Prints one JSON line `{ "<name>": port }` when listening.
  * `GET /__hits` on an origin answers its recorded hits (not recorded itself).
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 interface SiteSpec {
@@ -15,11 +17,12 @@ interface SiteSpec {
 }
 
 const specs = JSON.parse(process.argv[2] ?? '{}') as Record<string, SiteSpec>;
+const tls = process.argv[3] ? (JSON.parse(process.argv[3]) as { certPem: string; keyPem: string }) : undefined;
 const ports: Record<string, number> = {};
 
 for (const [name, spec] of Object.entries(specs)) {
   const hits: Array<{ method: string; url: string; atMs: number; userAgent: string | undefined }> = [];
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     if (req.url === '/__hits') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(hits));
@@ -37,7 +40,8 @@ for (const [name, spec] of Object.entries(specs)) {
     };
     if (spec.pageDelayMs) setTimeout(answer, spec.pageDelayMs);
     else answer();
-  });
+  };
+  const server = tls ? https.createServer({ cert: tls.certPem, key: tls.keyPem }, handler) : http.createServer(handler);
   // Like real servers (Node 5 s, nginx 75 s): undici reuses a connection only while more than 2 s of the
   // server's keep-alive hint are left, so a short hint would make every request open a new connection.
   server.keepAliveTimeout = 30_000;
