@@ -20,9 +20,8 @@
  * load generator (undici `ProxyAgent`, the same client for both schemes) in
  * another; robots-proxy and the first-request client in this process.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { webcrypto } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +30,7 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProxyAgent, request, type Dispatcher } from 'undici';
+import { forkRole, median, nextMessage, withCpu, type LoadResult } from './support.js';
 
 const CONNECTIONS = 32;
 const ROUNDS = 5;
@@ -61,37 +61,6 @@ interface LoadJob {
   caPem: string | null;
   runMs: number;
 }
-interface LoadResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  ok: number;
-  bad: number;
-}
-
-/** User + system CPU seconds of a process so far (Linux /proc; clock ticks assumed 100/s); NaN elsewhere. */
-function cpuSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  if (pid === process.pid) {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-  }
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** Runs `work`; returns its result, the CPU seconds each named process used meanwhile, and the wall seconds. */
-async function withCpu<T>(pids: Record<string, number | undefined>, work: () => Promise<T>): Promise<[T, Record<string, number>, number]> {
-  const before = Object.entries(pids).map(([name, pid]) => [name, pid, cpuSecondsOf(pid)] as const);
-  const t0 = performance.now();
-  const result = await work();
-  return [result, Object.fromEntries(before.map(([name, pid, s]) => [name, cpuSecondsOf(pid) - s])), (performance.now() - t0) / 1000];
-}
-
 // ---------------------------------------------------------------- child roles
 
 async function runOrigins(spec: OriginSpec): Promise<void> {
@@ -207,26 +176,6 @@ async function makeUpstreamCerts(ips: string[]): Promise<{ caPem: string; certPe
   return { caPem: ca.toString('pem'), certPem: leaf.toString('pem'), keyPem: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY') };
 }
 
-function forkRole(role: string, arg = ''): ChildProcess {
-  return fork(fileURLToPath(import.meta.url), [role, arg], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-}
-
-function nextMessage<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null): void => reject(new Error(`child exited with ${code}`));
-    child.once('exit', onExit);
-    child.once('message', (m) => {
-      child.off('exit', onExit);
-      resolve(m as T);
-    });
-  });
-}
-
-const median = (values: number[]): number => {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 const fmt = (ms: number): string => ms.toFixed(1);
 const summary = (values: number[]): string => `median ${fmt(median(values))} ms (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; n=${values.length})`;
 
@@ -251,8 +200,8 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, 'upstream-ca.pem'), certs.caPem);
 
   const spec: OriginSpec = { certPem: certs.certPem, keyPem: certs.keyPem, https: [['127.0.0.1', 1], [FIRST_HOST, 1], ...coldHosts.map((h): [string, number] => [h, 1]), ...warmHosts.map((h): [string, number] => [h, 2])] };
-  const origins = forkRole('origins', JSON.stringify(spec));
-  const load = forkRole('load');
+  const origins = forkRole(fileURLToPath(import.meta.url), 'origins', JSON.stringify(spec));
+  const load = forkRole(fileURLToPath(import.meta.url), 'load');
   const ports = await nextMessage<OriginPorts>(origins);
   const portsOf = (ip: string): number[] => ports.https[ip]!;
 

@@ -20,17 +20,17 @@
  * Profiling: `BENCH_ONLY=proxy node --cpu-prof --cpu-prof-dir=/tmp/prof
  * --import tsx bench/proxy-throughput.bench.ts` runs only the proxy config.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { pino } from 'pino';
+import { forkRole, median, nextMessage, withCpu, type LoadResult } from './support.js';
 
 const CONNECTIONS = 32;
 const ROUNDS = 5;
@@ -41,43 +41,16 @@ const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/in
 const ROBOTS_TXT = 'User-agent: *\nDisallow: /private/\n';
 const PAGE_PATH = '/page/1?q=1';
 
-/** What autocannon reports back, reduced. */
-interface LoadResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  ok: number;
-  bad: number;
-}
-
 /** CPU seconds each named process used during a run, and the run's wall time. */
 interface CpuUse {
   cpuS: Record<string, number>;
   wallS: number;
 }
 
-/** User + system CPU seconds of a process so far (Linux /proc; clock ticks assumed 100/s); NaN elsewhere. */
-function cpuSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  if (pid === process.pid) {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-  }
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
 /** Runs `work` and measures the CPU time each named process used meanwhile. */
-async function withCpu<T>(pids: Record<string, number | undefined>, work: () => Promise<T>): Promise<[T, CpuUse]> {
-  const before = Object.entries(pids).map(([name, pid]) => [name, pid, cpuSecondsOf(pid)] as const);
-  const t0 = performance.now();
-  const result = await work();
-  const wallS = (performance.now() - t0) / 1000;
-  return [result, { cpuS: Object.fromEntries(before.map(([name, pid, s]) => [name, cpuSecondsOf(pid) - s])), wallS }];
+async function measureCpu<T>(pids: Record<string, number | undefined>, work: () => Promise<T>): Promise<[T, CpuUse]> {
+  const [result, cpuS, wallS] = await withCpu(pids, work);
+  return [result, { cpuS, wallS }];
 }
 
 const coresOf = (use: CpuUse): string => Object.entries(use.cpuS).map(([name, s]) => `${name} ${(s / use.wallS).toFixed(2)}`).join(', ');
@@ -185,34 +158,13 @@ async function startBareForwarder(): Promise<{ port: number; close(): Promise<vo
 
 // ------------------------------------------------------------------ the driver
 
-function forkRole(role: string): ChildProcess {
-  return fork(fileURLToPath(import.meta.url), [role], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-}
-
-function nextMessage<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null): void => reject(new Error(`child exited with ${code}`));
-    child.once('exit', onExit);
-    child.once('message', (m) => {
-      child.off('exit', onExit);
-      resolve(m as T);
-    });
-  });
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
 async function main(): Promise<void> {
   const { validateConfig } = await import('../src/config/index.js');
   const { startProxy } = await import('../src/main.js');
   const { createLogger } = await import('../src/audit/index.js');
 
-  const origin = forkRole('origin');
-  const load = forkRole('load');
+  const origin = forkRole(fileURLToPath(import.meta.url), 'origin');
+  const load = forkRole(fileURLToPath(import.meta.url), 'load');
   const { port: originPort } = await nextMessage<{ port: number }>(origin);
   const originHost = `127.0.0.1:${originPort}`;
   const targetUrl = `http://${originHost}${PAGE_PATH}`;
@@ -246,7 +198,7 @@ async function main(): Promise<void> {
 
   const pids = { proxies: process.pid, origin: origin.pid, autocannon: load.pid };
   const run = (job: LoadJob): Promise<[LoadResult, CpuUse]> =>
-    withCpu(pids, async () => {
+    measureCpu(pids, async () => {
       load.send(job);
       return nextMessage<LoadResult>(load);
     });

@@ -11,6 +11,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertStartSpacing } from '../helpers/spacing.js';
+import { assertNothingPrivateUpstream, assertPagesServed, assertPrivateDenied, assertRobotsFetchedOnce } from '../helpers/four-host.js';
 import http from 'node:http';
 import { proxyGet } from '../helpers/harness.js';
 import { startOriginsProcess, startProxyProcess, type OriginsProcess, type ProxyProcess, type RemoteHit } from '../helpers/processes.js';
@@ -63,32 +64,19 @@ describe('four-host scenario over HTTP', () => {
   });
 
   it('fetches each origin\'s robots.txt exactly once', () => {
-    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url === '/robots.txt').length, 1, `robots.txt hits at ${name}`);
+    assertRobotsFetchedOnce(hits);
   });
 
   it('sends nothing under /private/ to any origin', () => {
-    for (const name of NAMES) assert.deepEqual(hits[name]!.filter((h) => h.url.startsWith('/private/')), [], `private hits at ${name}`);
+    assertNothingPrivateUpstream(hits);
   });
 
   it('answers all 27 private URLs with 403 naming the rule', () => {
-    const denied = results.filter((r) => r.path.startsWith('/private/'));
-    assert.equal(denied.length, 27);
-    for (const r of denied) {
-      assert.equal(r.status, 403);
-      assert.equal(r.decision, 'deny; reason=rule-disallow');
-      assert.match(r.body, /disallow: \/private\/ +\(line 2\)/);
-    }
+    assertPrivateDenied(results);
   });
 
   it('answers every page with 200 and the origin\'s body', () => {
-    const pages = results.filter((r) => r.path.startsWith('/page/'));
-    assert.equal(pages.length, 240);
-    for (const r of pages) {
-      assert.equal(r.status, 200, `${r.host}${r.path}: ${r.body}`);
-      assert.equal(r.body, `page ${r.path}\n`);
-    }
-    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url.startsWith('/page/')).length, 60, `pages at ${name}`);
-    assert.ok(results.filter((r) => r.host === 'D' && r.path.startsWith('/page/')).every((r) => r.decision === 'allow; reason=robots-unavailable'));
+    assertPagesServed(results, hits);
   });
 
   it('spaces request starts at B by at least 50 ms, at a rate of at least 19/s', () => {

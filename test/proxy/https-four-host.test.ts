@@ -13,6 +13,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertStartSpacing } from '../helpers/spacing.js';
+import { assertNothingPrivateUpstream, assertPagesServed, assertPrivateDenied, assertRobotsFetchedOnce } from '../helpers/four-host.js';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -101,7 +102,7 @@ describe('four-host scenario over HTTPS (intercepted)', () => {
   });
 
   it('fetches each origin\'s robots.txt exactly once, over HTTPS', () => {
-    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url === '/robots.txt').length, 1, `robots.txt hits at ${name}`);
+    assertRobotsFetchedOnce(hits);
     for (const name of NAMES) {
       const fetches = proxy.logs.filter((l) => l['event'] === 'robots-fetch' && l['origin'] === urlOf(name));
       assert.equal(fetches.length, 1, `robots-fetch lines for ${name}`);
@@ -109,28 +110,15 @@ describe('four-host scenario over HTTPS (intercepted)', () => {
   });
 
   it('sends nothing under /private/ to any origin', () => {
-    for (const name of NAMES) assert.deepEqual(hits[name]!.filter((h) => h.url.startsWith('/private/')), [], `private hits at ${name}`);
+    assertNothingPrivateUpstream(hits);
   });
 
   it('answers all 27 private URLs with 403 naming the rule', () => {
-    const denied = results.filter((r) => r.path.startsWith('/private/'));
-    assert.equal(denied.length, 27);
-    for (const r of denied) {
-      assert.equal(r.status, 403);
-      assert.equal(r.decision, 'deny; reason=rule-disallow');
-      assert.match(r.body, /disallow: \/private\/ +\(line 2\)/);
-    }
+    assertPrivateDenied(results);
   });
 
   it('answers every page with 200 and the origin\'s body, inside the tunnels', () => {
-    const pages = results.filter((r) => r.path.startsWith('/page/'));
-    assert.equal(pages.length, 240);
-    for (const r of pages) {
-      assert.equal(r.status, 200, `${r.host}${r.path}: ${r.body}`);
-      assert.equal(r.body, `page ${r.path}\n`);
-    }
-    for (const name of NAMES) assert.equal(hits[name]!.filter((h) => h.url.startsWith('/page/')).length, 60, `pages at ${name}`);
-    assert.ok(results.filter((r) => r.host === 'D' && r.path.startsWith('/page/')).every((r) => r.decision === 'allow; reason=robots-unavailable'));
+    assertPagesServed(results, hits);
     const lines = proxy.logs.filter((l) => typeof l['url'] === 'string' && NAMES.some((name) => (l['url'] as string).startsWith(`${urlOf(name)}/`)));
     assert.equal(lines.length, 267);
     assert.ok(lines.every((l) => l['via'] === 'https-intercepted'));
