@@ -2,16 +2,26 @@
  * Percent-encoding normalisation of paths and rule patterns (RFC 9309 §2.2.2),
  * and extraction of the path the rules are matched against. Pure.
  *
- * Both sides of a match go through {@link normaliseOctets}, so a pattern and a
- * path that name the same resource compare equal however each was written:
+ * Both sides of a match are brought to one canonical spelling, so a pattern
+ * and a path that an origin serves as the same resource compare equal however
+ * each was written ({@link normaliseOctets}, {@link normalisePath},
+ * {@link normalisePattern}):
  * - raw octets outside printable ASCII (>= 0x80, controls, space) become `%XX`;
+ * - so do the printable ASCII octets that may not appear raw in a URI
+ *   (RFC 3986 §2: `"` `<` `>` `\` `^` `` ` `` `{` `|` `}`): `/a|` and `/a%7C`
+ *   are one resource to every origin server, so both are spelt `/a%7C`;
  * - `%xx` hex is upper-cased (`%2f` -> `%2F`);
  * - an encoded unreserved octet (RFC 3986 §2.3: ALPHA DIGIT - . _ ~) is decoded
  *   (`%7E` -> `~`), as §2.2.2 requires; reserved ones stay encoded (`%2F` stays);
- * - a `%` not followed by two hex digits becomes `%25`.
+ * - a `%` not followed by two hex digits becomes `%25`;
+ * - `$` and `*` written literally: in a path they are plain characters, which
+ *   a pattern can only name as `%24` and `%2A` (§2.2.3), so a path spells them
+ *   `%24` and `%2A`; in a pattern `*` is the wildcard and a final `$` the end
+ *   anchor, and a `$` anywhere else is a literal `$` (as the reference reads
+ *   it), spelt `%24`.
  *
- * The reference matcher does only the first two steps; see the skip table in
- * test/robots/conformance.test.ts for the three vectors where that differs.
+ * The reference matcher does only the first and third steps; see the skip
+ * table in test/robots/conformance.test.ts for the vectors where that differs.
  */
 
 const HEX = '0123456789ABCDEF';
@@ -34,29 +44,65 @@ function isUnreserved(code: number): boolean {
   );
 }
 
-/** True when the octet must be written as `%XX`. */
-function needsEncoding(code: number): boolean {
-  return code <= 0x20 || code >= 0x7f;
-}
+/** Octets written as `%XX` on both sides: outside printable ASCII, or not allowed raw in a URI (RFC 3986 §2). */
+const ENCODED_ALWAYS = new Uint8Array(256);
+for (let c = 0; c < 256; c++) ENCODED_ALWAYS[c] = c <= 0x20 || c >= 0x7f ? 1 : 0;
+for (const c of '"<>\\^`{|}') ENCODED_ALWAYS[c.charCodeAt(0)] = 1;
+/** The same, plus `$` and `*`, which a path holds only as plain characters (RFC 9309 §2.2.3). */
+const ENCODED_IN_PATHS = ENCODED_ALWAYS.slice();
+ENCODED_IN_PATHS[0x24] = 1;
+ENCODED_IN_PATHS[0x2a] = 1;
 
 /**
  * Normalises an octet string (one char per octet, codes 0..255, as produced by
- * a latin1 decode) as described in the module comment. Returns pure ASCII.
+ * a latin1 decode) as described in the module comment, leaving `$` and `*`
+ * as they are (the caller decides what they mean). Returns pure ASCII.
  * Pure; never throws. RFC 9309 §2.2.2.
  */
 export function normaliseOctets(octets: string): string {
+  return normaliseWith(octets, ENCODED_ALWAYS);
+}
+
+/**
+ * Normalises a rule's pattern (octets, as {@link normaliseOctets}): `*` stays
+ * the wildcard and a final `$` the end anchor; any other `$` is a literal
+ * character and becomes `%24` (RFC 9309 §2.2.3), so it matches a `$` or a
+ * `%24` in the path alike. Pure; never throws.
+ */
+export function normalisePattern(octets: string): string {
+  const normalised = normaliseOctets(octets);
+  const last = normalised.length - 1;
+  const dollar = normalised.indexOf('$');
+  if (dollar === -1 || dollar === last) return normalised;
+  return normalised.slice(0, last).replaceAll('$', '%24') + normalised.slice(last);
+}
+
+/**
+ * A pattern's match priority (RFC 9309 §2.2.2: the longest match in octets),
+ * counted on the pattern as written (octets, as {@link normaliseOctets}
+ * takes them): an octet >= 0x80 counts 3, as its `%XX` form, every other
+ * octet 1. This is the reference matcher's count, and it does not depend on
+ * how {@link normalisePattern} respells an octet. Pure; never throws.
+ */
+export function patternPriority(octets: string): number {
+  let priority = octets.length;
+  for (let i = 0; i < octets.length; i++) if (octets.charCodeAt(i) >= 0x80) priority += 2;
+  return priority;
+}
+
+function normaliseWith(octets: string, encoded: Uint8Array): string {
   const n = octets.length;
   // Fast path: most paths and patterns need no change.
   let i = 0;
   for (; i < n; i++) {
     const c = octets.charCodeAt(i);
-    if (c === 0x25 || needsEncoding(c)) break;
+    if (c === 0x25 || encoded[c & 0xff] === 1 || c > 0xff) break;
   }
   if (i === n) return octets;
 
   let out = octets.slice(0, i);
   for (; i < n; i++) {
-    const c = octets.charCodeAt(i);
+    const c = octets.charCodeAt(i) & 0xff;
     if (c === 0x25) {
       const hi = i + 2 < n ? hexValue(octets.charCodeAt(i + 1)) : -1;
       const lo = hi >= 0 ? hexValue(octets.charCodeAt(i + 2)) : -1;
@@ -67,7 +113,7 @@ export function normaliseOctets(octets: string): string {
       const value = hi * 16 + lo;
       out += isUnreserved(value) ? String.fromCharCode(value) : '%' + HEX[hi] + HEX[lo];
       i += 2;
-    } else if (needsEncoding(c)) {
+    } else if (encoded[c] === 1) {
       out += '%' + HEX[(c >> 4) & 0xf] + HEX[c & 0xf];
     } else {
       out += octets[i];
@@ -84,12 +130,13 @@ function isAscii(s: string): boolean {
 
 /**
  * Normalises a path (JavaScript string, possibly holding non-ASCII
- * characters, which are taken as UTF-8) for matching. RFC 9309 §2.2.2.
- * Pure; never throws (lone surrogates become U+FFFD).
+ * characters, which are taken as UTF-8) for matching: as
+ * {@link normaliseOctets}, and a literal `$` or `*` becomes `%24` or `%2A`
+ * (RFC 9309 §2.2.2, §2.2.3). Pure; never throws (lone surrogates become U+FFFD).
  */
 export function normalisePath(path: string): string {
-  if (isAscii(path)) return normaliseOctets(path);
-  return normaliseOctets(Buffer.from(path, 'utf8').toString('latin1'));
+  if (isAscii(path)) return normaliseWith(path, ENCODED_IN_PATHS);
+  return normaliseWith(Buffer.from(path, 'utf8').toString('latin1'), ENCODED_IN_PATHS);
 }
 
 /**

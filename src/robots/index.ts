@@ -1,6 +1,6 @@
 /** The robots.txt engine (RFC 9309): parse once, match many times. Pure. */
 export { parseRobotsTxt, productTokenOf, DEFAULT_MAX_ROBOTS_BYTES, type ParseOptions } from './parse.js';
 export { evaluate, matchRule, selectGroup, type GroupSelection, type RobotsEvaluation, type RobotsOutcome } from './match.js';
-export { normalisePath, normaliseOctets, extractPathAndQuery, originResolvedPath } from './encoding.js';
+export { normalisePath, normaliseOctets, normalisePattern, patternPriority, extractPathAndQuery, originResolvedPath } from './encoding.js';
 export type { Rule, RuleKind, Group, MergedGroup, RobotsTxt, ParseWarning, RequestRate } from './types.js';
 export { extractProductTokens, isValidProductToken } from './agent.js';

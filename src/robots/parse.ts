@@ -3,7 +3,7 @@
  * leniently as the reference parser (github.com/google/robotstxt). Pure: no
  * I/O, no clock. Never throws, whatever the bytes.
  */
-import { normaliseOctets } from './encoding.js';
+import { normalisePattern, patternPriority } from './encoding.js';
 import type { Group, MergedGroup, ParseWarning, RequestRate, RobotsTxt, Rule } from './types.js';
 
 /** RFC 9309 §2.5: "a parsing limit MUST be at least 500 kibibytes". */
@@ -191,7 +191,7 @@ class RobotsBuilder {
       case 'disallow': {
         if (this.current === undefined) return this.warn(line, 'rule-outside-group', `${directive} before any user-agent line is ignored`);
         this.hasRules = true;
-        this.current.rules.push({ kind: directive, pattern: normaliseOctets(value), line });
+        this.current.rules.push({ kind: directive, pattern: normalisePattern(value), priority: patternPriority(value), line });
         return;
       }
       case 'sitemap':

@@ -201,15 +201,16 @@ function finishNodes(root: PrefixNode): void {
  * throws. RFC 9309 §2.2.2, §2.2.3.
  */
 export function buildRuleIndex(rules: readonly Rule[]): RuleIndex {
-  const entries: { rule: Rule; pattern: string; isAllow: boolean }[] = [];
+  const entries: { rule: Rule; pattern: string; priority: number; isAllow: boolean }[] = [];
   for (const rule of rules) {
     if (rule.pattern.length === 0) continue;
-    entries.push({ rule, pattern: rule.pattern, isAllow: rule.kind === 'allow' });
+    entries.push({ rule, pattern: rule.pattern, priority: rule.priority, isAllow: rule.kind === 'allow' });
     const directory = indexDirectoryPattern(rule);
-    if (directory !== undefined) entries.push({ rule, pattern: directory, isAllow: true });
+    // `/d/index.html` also allows `/d/` with the priority of `/d/$`, as the reference counts it.
+    if (directory !== undefined) entries.push({ rule, pattern: directory, priority: Math.max(1, rule.priority - (rule.pattern.length - directory.length)), isAllow: true });
   }
   // Array#sort is stable, so twins keep file order: the same order as a linear scan.
-  entries.sort((a, b) => b.pattern.length - a.pattern.length || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);
+  entries.sort((a, b) => b.priority - a.priority || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);
   const root: PrefixNode = { label: '', rules: NO_RULES, codes: undefined, children: undefined };
   entries.forEach(({ rule, pattern }, rank) => {
     const prefix = literalPrefix(pattern);

@@ -12,10 +12,18 @@ export interface Rule {
   /**
    * The path pattern, percent-encoding normalised (§2.2.2): raw non-ASCII
    * octets encoded, hex upper-cased, encoded unreserved octets decoded.
-   * May contain `*` and a final `$` (§2.2.3). Its length in octets is the
-   * rule's match priority.
+   * May contain `*` and a final `$` (§2.2.3); see `encoding.ts` for the
+   * canonical spelling.
    */
   pattern: string;
+  /**
+   * The rule's match priority: the pattern's length in octets as written,
+   * non-ASCII octets counted as their `%XX` form (RFC 9309 §2.2.2: the most
+   * octets wins; counted as the reference matcher counts them). Taken from
+   * the written pattern, not from `pattern`, so that spelling an octet as
+   * `%7C` for the matcher's sake does not change which rule wins.
+   */
+  priority: number;
   /** 1-based line number in the robots.txt body. */
   line: number;
 }

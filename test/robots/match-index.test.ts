@@ -48,7 +48,9 @@ function referenceRule(rules: readonly Rule[], path: string): Rule | undefined {
     if (rule.kind === 'allow' && slash !== -1 && rule.pattern.startsWith('/index.htm', slash)) candidates.push(rule.pattern.slice(0, slash + 1) + '$');
     for (const pattern of candidates) {
       if (!referenceMatches(pattern, path)) continue;
-      const candidate = { rule, priority: pattern.length, isAllow: rule.kind === 'allow' };
+      // The rule's own priority (the written pattern's octets, RFC 9309 §2.2.2); the `/d/$` form counts as the reference counts it.
+      const priority = pattern === rule.pattern ? rule.priority : rule.priority - (rule.pattern.length - pattern.length);
+      const candidate = { rule, priority, isAllow: rule.kind === 'allow' };
       const isBetter =
         best === undefined ||
         candidate.priority > best.priority ||
@@ -136,7 +138,7 @@ describe('matchRule agrees with a linear reference scan (RFC 9309 §2.2.2, §2.2
     const path = fc.array(fc.constantFrom('a', 'b', '/', '$', '*', '%2F', '?', '=', 'index.html'), { maxLength: 12 }).map((parts) => '/' + parts.join(''));
     fc.assert(
       fc.property(fc.array(rule, { minLength: 1, maxLength: 12 }), fc.array(path, { minLength: 1, maxLength: 8 }), (specs, paths) => {
-        const rules = specs.map((spec, i) => ({ ...spec, line: i + 2 }));
+        const rules = specs.map((spec, i) => ({ ...spec, priority: spec.pattern.length, line: i + 2 }));
         const group = groupOf(rules);
         for (const p of paths) assert.equal(matchRule(group, p), referenceRule(rules, p), `path ${p}`);
       }),
@@ -150,7 +152,7 @@ describe('matchRule agrees with a linear reference scan (RFC 9309 §2.2.2, §2.2
     const path = fc.array(fc.constantFrom('a', 'b'), { maxLength: 6 }).map((parts) => '/' + parts.join(''));
     fc.assert(
       fc.property(fc.array(rule, { minLength: 1, maxLength: 6 }), fc.array(path, { minLength: 1, maxLength: 8 }), (specs, paths) => {
-        const rules = specs.map((spec, i) => ({ ...spec, line: i + 2 }));
+        const rules = specs.map((spec, i) => ({ ...spec, priority: spec.pattern.length, line: i + 2 }));
         const group = groupOf(rules);
         for (const p of paths) assert.equal(matchRule(group, p), referenceRule(rules, p), `path ${p}`);
       }),
@@ -165,7 +167,7 @@ describe('matchRule agrees with a linear reference scan (RFC 9309 §2.2.2, §2.2
       let pattern = '/';
       const n = 1 + Math.floor(rand() * 6);
       for (let k = 0; k < n; k++) pattern += alphabet[Math.floor(rand() * alphabet.length)];
-      return { kind: rand() < 0.5 ? 'allow' : 'disallow', pattern, line: i + 2 };
+      return { kind: rand() < 0.5 ? 'allow' : 'disallow', pattern, priority: pattern.length, line: i + 2 };
     });
     const group = groupOf(rules);
     let decided = 0;
@@ -186,7 +188,7 @@ describe('matchRule agrees with a linear reference scan (RFC 9309 §2.2.2, §2.2
     const rules: Rule[] = Array.from({ length: 60 }, (_, i) => {
       let pattern = '/';
       for (let k = 0, n = 1 + Math.floor(rand() * 5); k < n; k++) pattern += pieces[Math.floor(rand() * pieces.length)];
-      return { kind: rand() < 0.5 ? 'allow' : 'disallow', pattern, line: i + 2 };
+      return { kind: rand() < 0.5 ? 'allow' : 'disallow', pattern, priority: pattern.length, line: i + 2 };
     });
     const group = groupOf(rules);
     let decided = 0;
@@ -208,10 +210,10 @@ describe('matchRule agrees with a linear reference scan (RFC 9309 §2.2.2, §2.2
     assert.equal(referenceMatches('/fish*', '/fish.html'), true);
     assert.equal(referenceMatches('/fish/', '/fish'), false);
     const rules: Rule[] = [
-      { kind: 'disallow', pattern: '/page', line: 2 },
-      { kind: 'allow', pattern: '/page', line: 3 },
-      { kind: 'allow', pattern: '/d/index.html', line: 4 },
-      { kind: 'disallow', pattern: '/d/', line: 5 },
+      { kind: 'disallow', pattern: '/page', priority: 5, line: 2 },
+      { kind: 'allow', pattern: '/page', priority: 5, line: 3 },
+      { kind: 'allow', pattern: '/d/index.html', priority: 13, line: 4 },
+      { kind: 'disallow', pattern: '/d/', priority: 3, line: 5 },
     ];
     assert.equal(referenceRule(rules, '/page')?.line, 3, 'allow wins a tie');
     assert.equal(referenceRule(rules, '/d/')?.line, 4, 'index.html allows its directory');

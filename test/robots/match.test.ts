@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { evaluate, normalisePath, parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
+import { evaluate, normalisePath, normalisePattern, parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
 
 function decide(body: string, tokens: string[], path: string) {
   return evaluate(parseRobotsTxt(body), tokens, path);
@@ -82,6 +82,12 @@ describe('normalisePath: RFC 9309 §2.2.2', () => {
     ['/50%', '/50%25'],
     ['/a b', '/a%20b'],
     ['/q?x=%e3%83%84', '/q?x=%E3%83%84'],
+    ['/a|b', '/a%7Cb'],
+    ['/a%7cb', '/a%7Cb'],
+    ['/x?"<>\\^`{|}', '/x?%22%3C%3E%5C%5E%60%7B%7C%7D'],
+    ['/price$', '/price%24'],
+    ['/file-*.html', '/file-%2A.html'],
+    ['/a%24%2a', '/a%24%2A'],
   ];
   for (const [input, expected] of table) {
     it(`${JSON.stringify(input)} -> ${expected}`, () => assert.equal(normalisePath(input), expected));
@@ -90,5 +96,68 @@ describe('normalisePath: RFC 9309 §2.2.2', () => {
     assert.equal(decide('User-agent: *\nDisallow: /%7Euser\n', ['x'], '/~user/page').allowed, false);
     assert.equal(decide('User-agent: *\nDisallow: /~user\n', ['x'], '/%7euser/page').allowed, false);
     assert.equal(decide('User-agent: *\nDisallow: /a%2Fb\n', ['x'], '/a/b').allowed, true);
+  });
+});
+
+describe('one verdict for every spelling of a URL (RFC 9309 §2.2.2, §2.2.3; issue 7 item 3)', () => {
+  it('an octet that may not appear raw in a URI matches its %XX form, both ways (a real file)', () => {
+    // Both rules come from one real robots.txt; each spelling used to slip past the other's rule.
+    const robots = 'User-agent: *\nDisallow: /sch/*%7C\nDisallow: /b/*?*|\n';
+    assert.equal(decide(robots, ['x'], '/sch/i.html?_nkw=a|b').allowed, false);
+    assert.equal(decide(robots, ['x'], '/sch/i.html?_nkw=a%7Cb').allowed, false);
+    assert.equal(decide(robots, ['x'], '/b/x?y=a%7Cb').allowed, false);
+    assert.equal(decide(robots, ['x'], '/b/x?y=a|b').allowed, false);
+    assert.equal(decide(robots, ['x'], '/b/x?y=ab').allowed, true);
+  });
+
+  for (const char of ['"', '<', '>', '\\', '^', '`', '{', '|', '}', ' ']) {
+    const hex = '%' + char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0');
+    it(`${JSON.stringify(char)} and ${hex} are one octet in rules and paths`, () => {
+      const rawRule = `User-agent: *\nDisallow: /p${char}q\n`;
+      const encodedRule = `User-agent: *\nDisallow: /p${hex}q\n`;
+      for (const robots of [rawRule, encodedRule]) {
+        for (const path of [`/p${char}q`, `/p${hex}q`, `/p${hex.toLowerCase()}q`]) {
+          assert.equal(decide(robots, ['x'], path).allowed, false, `${JSON.stringify(robots)} vs ${path}`);
+        }
+      }
+    });
+  }
+
+  it('%24 and %2A in a rule name a literal $ and * in the URL (§2.2.3)', () => {
+    assert.equal(decide('User-agent: *\nDisallow: /a%24\n', ['x'], '/a$').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a%24\n', ['x'], '/a%24').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a%24$\n', ['x'], '/a$b').allowed, true);
+    assert.equal(decide('User-agent: *\nDisallow: /path/file-with-a-%2A.html\n', ['x'], '/path/file-with-a-*.html').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /path/file-with-a-%2A.html\n', ['x'], '/path/file-with-a-b.html').allowed, true);
+    assert.equal(decide('User-agent: *\nDisallow: /path/foo-%24\n', ['x'], '/path/foo-$').allowed, false);
+  });
+
+  it('a $ inside a pattern is a literal $, which the URL may spell %24', () => {
+    const robots = 'User-agent: *\nDisallow: /Web$history\n';
+    assert.equal(decide(robots, ['x'], '/Web$history').allowed, false);
+    assert.equal(decide(robots, ['x'], '/Web%24history').allowed, false);
+    assert.equal(decide(robots, ['x'], '/Webhistory').allowed, true);
+  });
+
+  it('* stays the wildcard and a final $ the anchor', () => {
+    assert.equal(decide('User-agent: *\nDisallow: /a*b$\n', ['x'], '/a-x-b').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a*b$\n', ['x'], '/a-x-bc').allowed, true);
+    assert.equal(decide('User-agent: *\nDisallow: /a*b$\n', ['x'], '/a*b').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a$$\n', ['x'], '/a$').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a$$\n', ['x'], '/a$b').allowed, true);
+  });
+
+  it('respelling an octet does not change which rule wins: priority counts the pattern as written (§2.2.2)', () => {
+    // As the reference counts: `/x$y` is 4 octets, `/x*y*` 5, so the allow wins although `/x%24y` is longer.
+    assert.equal(decide('User-agent: *\nDisallow: /x$y\nAllow: /x*y*\n', ['x'], '/x$y').allowed, true);
+    assert.equal(decide('User-agent: *\nAllow: /a|\nDisallow: /a*\n', ['x'], '/a|').allowed, true);
+    assert.equal(parseRobotsTxt('User-agent: *\nDisallow: /caf\u00e9|\n').groupsByToken.get('*')?.rules[0]?.priority, '/caf'.length + 3 * 2 + 1);
+  });
+
+  it('normalisePattern keeps the wildcard and the final anchor, and spells other $ as %24', () => {
+    assert.equal(normalisePattern('/a*b$'), '/a*b$');
+    assert.equal(normalisePattern('/Web$history'), '/Web%24history');
+    assert.equal(normalisePattern('/a$$'), '/a%24$');
+    assert.equal(normalisePattern('/a|b'), '/a%7Cb');
   });
 });

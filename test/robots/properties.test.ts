@@ -47,11 +47,27 @@ describe('engine properties', () => {
         for (const other of robots.groupsByToken.get('*')!.rules) {
           const alone = evaluate(parseRobotsTxt(`User-agent: *\n${other.kind}: ${other.pattern}`), ['x'], path);
           if (alone.rule && other.pattern.length > 0) {
-            assert.ok(r.rule !== undefined && r.rule.pattern.length >= other.pattern.length, `${other.pattern} matched but ${r.rule?.pattern} won`);
+            assert.ok(r.rule !== undefined && r.rule.priority >= other.priority, `${other.pattern} matched but ${r.rule?.pattern} won`);
           }
         }
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('a path gets one verdict however its unsafe octets, $ and * are spelt (RFC 9309 §2.2.2, §2.2.3)', () => {
+    const piece = fc.constantFrom('a', 'b', '/', '|', '^', '{', '}', '"', '<', '>', '`', '$', '*', '?', '=', ' ');
+    const pattern = fc.array(piece, { maxLength: 6 }).map((parts) => '/' + parts.join(''));
+    const hexOf = (c: string): string => '%' + c.charCodeAt(0).toString(16).toUpperCase();
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), pattern), { minLength: 1, maxLength: 6 }), fc.array(piece, { maxLength: 10 }), fc.array(fc.boolean(), { maxLength: 10 }), (rules, parts, respell) => {
+        const body = 'User-agent: *\n' + rules.map(([allow, p]) => `${allow ? 'Allow' : 'Disallow'}: ${p}`).join('\n');
+        const robots = parseRobotsTxt(body);
+        const raw = '/' + parts.join('');
+        const respelt = '/' + parts.map((c, i) => (respell[i] && /[|^{}"<>`$* ]/.test(c) ? hexOf(c) : c)).join('');
+        assert.equal(evaluate(robots, ['x'], respelt).allowed, evaluate(robots, ['x'], raw).allowed, `${raw} vs ${respelt}`);
+      }),
+      { numRuns: 1000 },
     );
   });
 
