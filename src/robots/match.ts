@@ -41,8 +41,16 @@ export interface GroupSelection {
 
 /**
  * Chooses the group for a request (RFC 9309 §2.2.1): the first candidate
- * product token that a group names (case-insensitive, exact); else the `*`
- * group; else none. Pure; never throws.
+ * product token, in the order given, that a group names; else the `*`
+ * group; else none. A candidate names a group when it equals the group's
+ * whole name (`productTokenOf`: the `[A-Za-z0-9_-]` run a `User-agent:`
+ * value starts with), ignoring case: no prefix match and no cut form, so
+ * `ExampleBotNews` never takes `ExampleBot`'s group nor the reverse, and
+ * `MJ12bot` takes `User-agent: MJ12bot`'s. For a candidate that is a valid
+ * RFC 9309 token this is the RFC's comparison (see product-token.ts).
+ * Candidates come best first from `extractProductTokens`, so the order is
+ * the documented preference (a crawler's own name over a library's). Pure;
+ * never throws.
  */
 export function selectGroup(robots: RobotsTxt, productTokens: readonly string[]): GroupSelection {
   for (const token of productTokens) {

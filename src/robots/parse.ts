@@ -4,6 +4,7 @@
  * I/O, no clock. Never throws, whatever the bytes.
  */
 import { normalisePattern, patternPriority } from './encoding.js';
+import { leadingName } from './product-token.js';
 import type { Group, MergedGroup, ParseWarning, RequestRate, RobotsTxt, Rule } from './types.js';
 
 /** RFC 9309 §2.5: "a parsing limit MUST be at least 500 kibibytes". */
@@ -234,18 +235,16 @@ class RobotsBuilder {
 
 /**
  * The product token a `user-agent` value names: `*` when it is `*` alone or
- * followed by whitespace (reference), else its leading `[A-Za-z_-]` run
- * (RFC 9309 §2.2.1), possibly empty.
+ * followed by whitespace (reference), else its whole leading name, the
+ * `[A-Za-z0-9_-]` run (see product-token.ts), possibly empty:
+ * `Googlebot/2.1` and `Foo Bar` name `Googlebot` and `Foo` as in the
+ * reference parser; `MJ12bot` names `MJ12bot` and `008` names `008`, where
+ * the reference would cut to `MJ` and to nothing (RFC 9309 §2.2.1 allows
+ * only letters, `-` and `_`; reading digits too keeps crawlers apart).
  */
 export function productTokenOf(value: string): string {
   if (value.charCodeAt(0) === 0x2a && (value.length === 1 || isSpace(value.charCodeAt(1)))) return '*';
-  let end = 0;
-  while (end < value.length) {
-    const c = value.charCodeAt(end);
-    if ((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2d || c === 0x5f) end++;
-    else break;
-  }
-  return value.slice(0, end);
+  return leadingName(value);
 }
 
 /** Parses `n/seconds` with an optional `s`, `m` or `h` unit (extension, not in RFC 9309). */

@@ -41,7 +41,8 @@ export interface RequestRate {
 export interface Group {
   /**
    * The product tokens the group names, as written after cutting each
-   * `user-agent` value to its leading `[A-Za-z_-]` run; `*` for the global group.
+   * `user-agent` value to its leading name, the `[A-Za-z0-9_-]` run
+   * (`productTokenOf`); `*` for the global group.
    */
   productTokens: string[];
   rules: Rule[];

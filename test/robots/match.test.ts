@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { evaluate, normalisePath, normalisePattern, parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
+import { evaluate, extractProductTokens, normalisePath, normalisePattern, parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
 
 function decide(body: string, tokens: string[], path: string) {
   return evaluate(parseRobotsTxt(body), tokens, path);
@@ -69,6 +69,63 @@ describe('selectGroup: RFC 9309 §2.2.1', () => {
     const r = evaluate(parseRobotsTxt('User-agent: *\nDisallow: /\nUser-agent: a\nCrawl-delay: 1\n'), ['a'], '/x');
     assert.equal(r.allowed, true);
     assert.equal(r.group?.crawlDelaySeconds, 1);
+  });
+});
+
+/** Issue 7 item 4 and issue 12: a group never applies to a header for a different name. */
+describe('selectGroup: whole names, never another crawler\'s group', () => {
+  const userAgentDecides = (body: string, userAgent: string, path = '/x') => evaluate(parseRobotsTxt(body), extractProductTokens(userAgent), path);
+
+  it('Example2Bot does not take the Example group', () => {
+    const r = userAgentDecides('User-agent: Example\nAllow: /\n\nUser-agent: *\nDisallow: /\n', 'Example2Bot/3.1');
+    assert.equal(r.allowed, false);
+    assert.equal(r.group?.productToken, '*');
+    assert.equal(r.productToken, undefined);
+  });
+  it('W3C_Validator does not take the W3C-checklink group', () => {
+    const r = userAgentDecides('User-agent: W3C-checklink\nDisallow: /\n', 'W3C_Validator/1.3');
+    assert.equal(r.allowed, true);
+    assert.equal(r.group, undefined);
+  });
+  it('Rule1TestBot obeys none of Rule2TestBot ... Rule7TestBot, only its own group', () => {
+    const others = [2, 3, 4, 5, 6, 7].map((n) => `User-agent: Rule${n}TestBot\nDisallow: /\n`).join('\n');
+    assert.equal(userAgentDecides(others, 'Rule1TestBot/1.0').allowed, true);
+    const withOwn = `${others}\nUser-agent: Rule1TestBot\nDisallow: /own\n`;
+    const r = userAgentDecides(withOwn, 'Rule1TestBot/1.0', '/x');
+    assert.equal(r.allowed, true);
+    assert.equal(r.productToken, 'Rule1TestBot');
+    assert.deepEqual(r.group?.rules.map((rule) => rule.pattern), ['/own']);
+  });
+  it('User-agent: 008 applies to the 80legs header', () => {
+    const r = userAgentDecides('User-agent: 008\nDisallow: /\n', 'Mozilla/5.0 (compatible; 008/0.83; http://www.80legs.com/webcrawler.html)');
+    assert.equal(r.allowed, false);
+    assert.equal(r.productToken, '008');
+  });
+  it('MJ12bot matches User-agent: MJ12bot in any case, and not User-agent: MJ', () => {
+    const ua = 'Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)';
+    assert.equal(userAgentDecides('User-agent: mj12BOT\nDisallow: /\n', ua).allowed, false);
+    assert.equal(userAgentDecides('User-agent: MJ\nDisallow: /\n', ua).allowed, true);
+  });
+  it('neither a longer nor a shorter name', () => {
+    assert.equal(userAgentDecides('User-agent: ExampleBot\nDisallow: /\n', 'ExampleBotNews/1.0').allowed, true);
+    assert.equal(userAgentDecides('User-agent: ExampleBotNews\nDisallow: /\n', 'ExampleBot/1.0').allowed, true);
+    assert.equal(selectGroup(parseRobotsTxt('User-agent: ExampleBot\nDisallow: /\n'), ['ExampleBo', 'ExampleBotN']).group, undefined);
+  });
+  it('a valid RFC token is compared as the RFC says: Foo Bar, Foo/1.0 and Foo* name Foo', () => {
+    for (const line of ['Foo Bar', 'Foo/1.0', 'Foo*', 'FOO']) {
+      assert.equal(selectGroup(parseRobotsTxt(`User-agent: ${line}\nDisallow: /\n`), ['foo']).productToken, 'foo', line);
+    }
+    // The reference compares the agent as given: "Foo Bar" is not the name Foo.
+    assert.equal(selectGroup(parseRobotsTxt('User-agent: Foo Bar\nDisallow: /\n'), ['Foo Bar']).group, undefined);
+  });
+  it('a line whose name goes on with digits is not read as its letters (the reference would)', () => {
+    assert.equal(userAgentDecides('User-agent: crawler4j\nDisallow: /\n', 'Mozilla/5.0 (compatible; Example! Crawler/3.0)').allowed, true);
+    assert.equal(userAgentDecides('User-agent: RankingBot2\nDisallow: /\n', 'RankingBot/1.0').allowed, true);
+    assert.equal(userAgentDecides('User-agent: RankingBot2\nDisallow: /\n', 'Mozilla/5.0 (compatible; RankingBot2 -- https://www.example.com/)').allowed, false);
+  });
+  it('a name that appears only in a URL or an address takes no group', () => {
+    const body = 'User-agent: examplebot\nDisallow: /\n';
+    assert.equal(userAgentDecides(body, 'Mozilla/5.0 (compatible; Other/1.0; +https://examplebot.example/examplebot.html; examplebot@example.com)').allowed, true);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseRobotsTxt, evaluate } from '../../src/robots/index.js';
+import { parseRobotsTxt, evaluate, productTokenOf } from '../../src/robots/index.js';
 
 function groupFor(body: string | Uint8Array, token: string) {
   return parseRobotsTxt(body).groupsByToken.get(token.toLowerCase());
@@ -59,11 +59,31 @@ describe('parseRobotsTxt: lenient reading of real files', () => {
     assert.ok(robots.warnings.some((w) => w.code === 'line-too-long'));
   });
 
-  it('cuts user-agent values to their leading [A-Za-z_-] run; `*` is global', () => {
-    const robots = parseRobotsTxt('User-agent: Googlebot/2.1 (+http://x)\nUser-agent: * foo\nDisallow: /g\nUser-agent: 3bot\nDisallow: /n\n');
+  it('reads a user-agent value as its leading name, the [A-Za-z0-9_-] run; `*` is global', () => {
+    const robots = parseRobotsTxt('User-agent: Googlebot/2.1 (+http://x)\nUser-agent: * foo\nDisallow: /g\nUser-agent: 3bot\nDisallow: /n\nUser-agent: /bot\nDisallow: /s\n');
     assert.deepEqual(robots.groups[0]!.productTokens, ['Googlebot', '*']);
-    assert.deepEqual(robots.groups[1]!.productTokens, []);
-    assert.ok(robots.warnings.some((w) => w.code === 'invalid-user-agent' && w.line === 4));
+    assert.deepEqual(robots.groups[1]!.productTokens, ['3bot']);
+    assert.deepEqual(robots.groups[2]!.productTokens, []);
+    assert.deepEqual(robots.warnings.map((w) => [w.line, w.code]), [[6, 'invalid-user-agent']]);
+  });
+
+  it('keeps digits in the name, where the reference parser would cut (issue 7, item 4)', () => {
+    const values: Array<[string, string]> = [
+      ['MJ12bot', 'MJ12bot'],
+      ['008', '008'],
+      ['W3C-checklink', 'W3C-checklink'],
+      ['Rule2TestBot', 'Rule2TestBot'],
+      ['larbin_2.6.2 (larbin2.6.2@unspecified.mail)', 'larbin_2'],
+      ['Foo Bar', 'Foo'],
+      ['Foo/1.0', 'Foo'],
+      ['Foo*', 'Foo'],
+      ['Mail.RU_Bot', 'Mail'],
+      ['Googlebot-Image/1.0', 'Googlebot-Image'],
+    ];
+    for (const [value, name] of values) {
+      assert.equal(productTokenOf(value), name, value);
+      assert.ok(parseRobotsTxt(`User-agent: ${value}\nDisallow: /\n`).groupsByToken.has(name.toLowerCase()), value);
+    }
   });
 
   it('merges groups that name the same token, case-insensitively', () => {
