@@ -13,7 +13,7 @@ export interface DecisionRequest {
   origin: string;
   /** Path plus query of the target URL (no fragment), raw or encoded. */
   pathAndQuery: string;
-  /** Candidate product tokens of the client, in order of preference (from the User-Agent). */
+  /** Candidate product tokens of the client, best first (from the User-Agent, `extractProductTokens`); the first one a group names decides. */
   productTokens: readonly string[];
 }
 

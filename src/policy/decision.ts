@@ -96,9 +96,13 @@ export interface Decision {
   origin: string;
   /** Path plus query that was tested, percent-encoding normalised. */
   path: string;
-  /** The product token that chose the group, or null when none did (the `*` group or no group applied). */
+  /**
+   * The product token that decided: the first of `agentTokens` that a group
+   * names (RFC 9309 §2.2.1, whole names, see `selectGroup`), or null when
+   * none did (the `*` group or no group applied).
+   */
   productToken: string | null;
-  /** Candidate product tokens read from the client's User-Agent, in preference order (may be empty). */
+  /** Every candidate product token read from the client's User-Agent, best first (`extractProductTokens`; may be empty). */
   agentTokens: readonly string[];
   /** The group that applied: its product token as written, `*`, or null when none applied. */
   group: string | null;

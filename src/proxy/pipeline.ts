@@ -14,7 +14,7 @@ import type { Pacer, Refusal, Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
-import { extractProductTokens } from '../robots/agent.js';
+import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import { forwardableHeaders } from './headers.js';
 import { isTimeoutCode, upstreamErrorCode, type UpstreamForwarder } from './forwarder.js';
@@ -78,7 +78,11 @@ export class RequestPipeline {
   constructor(private readonly deps: PipelineDeps) {}
 
   private tokensOf(userAgent: string | undefined): string[] {
-    const key = userAgent ?? '';
+    // Extraction reads only the first USER_AGENT_SCAN_LIMIT_CHARS characters (and whether there are
+    // more), so that prefix is the key: headers that differ later share one entry, and a cache entry
+    // costs at most the limit however long the header.
+    const header = userAgent ?? '';
+    const key = header.length > USER_AGENT_SCAN_LIMIT_CHARS ? header.slice(0, USER_AGENT_SCAN_LIMIT_CHARS + 1) : header;
     let tokens = this.tokensByUserAgent.get(key);
     if (tokens === undefined) {
       tokens = extractProductTokens(key);

@@ -2,264 +2,281 @@
  * Product tokens from a User-Agent header (RFC 9110 §10.1.5) for choosing a
  * robots.txt group (RFC 9309 §2.2.1). Pure: no I/O, no clock, never throws.
  *
- * Real crawlers send browser-like headers and name themselves in a comment:
- * `Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)`.
- * The header is read as RFC 9110 products (`name/version`) and parenthesised
- * comments (nested, with `\` quoted-pairs) whose items are separated by `;`
- * or `,`. One linear pass, no regular expressions.
+ * Real crawlers put their name anywhere: as a product (`GPTBot/1.1`), in a
+ * `compatible` comment (`(compatible; Googlebot/2.1; +http://...)`), among
+ * platform words (`(X11; ExampleScan; Linux x86_64)`), after a vendor word
+ * (`(compatible; Example! Crawler/3.0)`), behind a slash
+ * (`Example Search/ExampleBot`, `LeadBot/ExampleCrawl/1.0`), as a host name
+ * (`ExampleIndex.example/2.0`). So every word of the header is read, and the
+ * words that cannot be a crawler's name are left out. One linear pass over
+ * the characters, no regular expressions.
  */
+import { isGenericName, isDigit, isPlatformWord, isVersionName, kindOf, type CandidateKind } from './agent-words.js';
+import { isNameChar, leadingName } from './product-token.js';
+
+export { isValidProductToken } from './product-token.js';
+export type { CandidateKind } from './agent-words.js';
 
 /**
  * Only the first this-many UTF-16 code units of a header are read. Published
  * crawler User-Agents are under 300 characters; the cap bounds work and the
- * candidate list for hostile headers. A word or comment item cut by the cap
- * is dropped rather than returned half-read.
+ * candidate list for hostile headers. A word cut by the cap is dropped
+ * rather than returned half-read.
  */
 export const USER_AGENT_SCAN_LIMIT_CHARS = 2048;
 
 /** At most this many candidates are returned. */
 export const MAX_PRODUCT_TOKEN_CANDIDATES = 16;
 
-/**
- * Browser, engine and platform names that say nothing about which crawler is
- * asking, compared lower-cased after the cut to the leading `[A-Za-z_-]` run
- * (so `Win64` is `win`, `x86_64` is `x`, `SLCC2` is `slcc`). Not exhaustive:
- * an unlisted browser name yields a candidate that robots.txt files almost
- * never name, so the caller still ends at the `*` group.
- */
-const GENERIC_TOKENS: ReadonlySet<string> = new Set([
-  // engines, browsers, UA boilerplate
-  'mozilla', 'applewebkit', 'khtml', 'gecko', 'like', 'compatible', 'version', 'mobile',
-  'chrome', 'chromium', 'crios', 'safari', 'firefox', 'fxios', 'edge', 'edg', 'edga', 'edgios',
-  'opr', 'opera', 'presto', 'trident', 'msie', 'iemobile', 'rv', 'samsungbrowser', 'ucbrowser',
-  'yabrowser', 'vivaldi', 'brave', 'silk', 'miuibrowser', 'huaweibrowser', 'oculusbrowser',
-  'electron', 'webview', 'wv', 'gsa', 'duckduckgo', 'ddg',
-  // platforms and legacy Windows noise
-  'windows', 'win', 'wow', 'nt', 'linux', 'android', 'macintosh', 'mac', 'intel', 'ppc', 'cpu',
-  'os', 'iphone', 'ipad', 'ipod', 'build', 'u', 'x', 'ubuntu', 'fedora', 'cros', 'kindle', 'arm',
-  'touch', 'tablet', 'slcc', 'media', 'infopath', 'zune', 'sv', 'en',
-]);
-
-/** Substrings (lower case) that mark a name as a crawler's own; such tokens are preferred. */
-const BOT_MARKERS = ['bot', 'crawl', 'spider', 'slurp'] as const;
-
-interface Candidate {
+/** One candidate product token read from a header. */
+export interface ProductTokenCandidate {
+  /** The name as written in the header: `[A-Za-z0-9_-]+`. */
   token: string;
-  /** 0 = name looks like a crawler's, 1 = anything else. */
-  tier: 0 | 1;
-  /** Offset in the header where the product or comment item starts. */
+  /** How it ranks: `crawler` names first, then `other`, `library`, `platform` (see {@link extractProductTokenCandidates}). */
+  kind: CandidateKind;
+  /** Offset in the header (UTF-16 code units) of the word it comes from. */
   position: number;
-}
-
-interface CommentItem {
-  text: string;
-  position: number;
-}
-
-interface CommentFrame {
-  items: CommentItem[];
-  current: string;
-  currentPosition: number;
 }
 
 /**
- * Candidate product tokens, in order of preference, from a User-Agent header value.
- *
- * Candidates come from products (`GPTBot/1.1` gives `GPTBot`) and from comment
- * items. A comment item counts when its comment contains the item
- * `compatible`, or it is one `name/version` word (`(Applebot/0.1; ...)`), or
- * its name contains bot, crawl, spider or slurp; otherwise platform comments
- * such as `(Linux; Android 6.0.1; Nexus 5X Build/MMB29P)` would give device
- * names. An item's name is its first word up to `/`.
- *
- * Each name is cut to its leading `[A-Za-z_-]` run, which is what robots.txt
- * groups are compared against (RFC 9309 §2.2.1): `AhrefsBot/7.0` gives
- * `AhrefsBot`, `MJ12bot` gives `MJ`. Skipped: generic browser and platform
- * names, names containing `.`, `:` or `@` (URLs, host names, e-mail
- * addresses), and empty runs (`+http...`, version numbers).
- *
- * Order (extension, not in RFC 9309): names containing bot, crawl, spider or
- * slurp (case-insensitive, before the cut) first, then the rest; header order
- * within each. Duplicates are dropped case-insensitively, keeping the first
- * spelling. At most {@link MAX_PRODUCT_TOKEN_CANDIDATES} are returned.
- *
- * Only the first {@link USER_AGENT_SCAN_LIMIT_CHARS} characters are read; work
- * is linear in that prefix. Unbalanced parentheses are tolerated: a stray `)`
- * separates words, an unclosed comment ends with the header.
- *
- * Known limits: `Yahoo! Slurp` gives `Yahoo`; a name with a dot such as
- * `Mail.RU_Bot` is skipped as a host name; Google's fallback from
- * `Googlebot-Image` to `Googlebot` is not applied (not in RFC 9309).
- *
- * @param userAgent the header value; a non-string gives `[]`.
- * @returns tokens that each satisfy {@link isValidProductToken}; `[]` when the
- *   header names no crawler (the caller then uses the `*` group). Never throws.
+ * Candidate product tokens, best first, from a User-Agent header value: the
+ * names of {@link extractProductTokenCandidates}. Pure; never throws.
+ * @returns `[]` when the header names nothing (the caller then uses the `*` group).
  */
 export function extractProductTokens(userAgent: string): string[] {
+  return extractProductTokenCandidates(userAgent).map((candidate) => candidate.token);
+}
+
+/**
+ * Candidate product tokens, best first, with their kind.
+ *
+ * Words: the header is split into products and comments (parenthesised,
+ * nested, with `\` quoted-pairs, RFC 9110 §5.6.5); comment items at `;` and
+ * `,`; words at whitespace (and at `;` and `,` outside comments too); a
+ * word into parts at `/` and `::`. Every part of every word is a candidate
+ * name except:
+ * - URLs (`://`, `www.`, `http:`, a `host.name/path`), e-mail addresses
+ *   (`@`) and `+links`: the whole word is left out, so a name that appears
+ *   only inside an address never counts;
+ * - the word right after `like` (`like Googlebot`: another crawler's name,
+ *   named for resemblance) and a host name right after `via`
+ *   (`via images.example ExampleProxy`);
+ * - versions: a part after a `/` that holds a digit or a dot (`2.1`,
+ *   `7~bl`, `MMB29P`, `W.X.Y.Z`), and names without a letter (`6.0.1`,
+ *   `14_7_1`) or `v` and digits (`v2`), except a product named by digits
+ *   alone (`008/0.83` names `008`);
+ * - generic browser, platform and boilerplate words (Mozilla, AppleWebKit,
+ *   KHTML, like, Gecko, Chrome, Safari, Firefox, Version, Mobile, compatible,
+ *   Windows, NT, Win64, x64, WOW64, X11, Linux, Android, iPhone, Macintosh,
+ *   Intel, CPU, OS, ...), one-character words (`U`, `K`) and locale tags.
+ *
+ * A part's name is its leading `[A-Za-z0-9_-]` run after any leading
+ * punctuation (see product-token.ts): `Example!` gives `Example`, a
+ * domain-style name gives the part before its first dot
+ * (`ExampleIndex.example/2.0` gives `ExampleIndex`), `MJ12bot` stays whole.
+ *
+ * Order (extension, not in RFC 9309), the rule that picks when a robots.txt
+ * file names several candidates: first the names that look like a
+ * crawler's own (containing bot, crawl, spider or slurp, except the bare
+ * nouns Bot, Robot, Crawler, Spider, ... unless they name a `name/version`
+ * product: `Speedy Spider` is Speedy's), then other names, then HTTP
+ * libraries and tools (python-requests, curl, Go-http-client, Scrapy, ...),
+ * then the other names of a platform comment, one that holds a platform
+ * word such as Linux, Windows or X11 (device models: `Nexus 5X`); header
+ * order within each kind. So `python-requests/2.31
+ * ExampleBot/1.0` gives `ExampleBot` before `python-requests`. Duplicates are
+ * dropped case-insensitively, keeping the best-ranked spelling. At most
+ * {@link MAX_PRODUCT_TOKEN_CANDIDATES} are returned.
+ *
+ * Bounds: only the first {@link USER_AGENT_SCAN_LIMIT_CHARS} characters are
+ * read; each is looked at a constant number of times, so the work is linear
+ * in that prefix. Unbalanced parentheses are tolerated: a stray `)`
+ * separates words, an unclosed comment ends with the header.
+ *
+ * @param userAgent the header value; a non-string gives `[]`.
+ * @returns candidates whose tokens are `[A-Za-z0-9_-]+` and distinct
+ *   case-insensitively. Never throws.
+ */
+export function extractProductTokenCandidates(userAgent: string): ProductTokenCandidate[] {
   if (typeof userAgent !== 'string' || userAgent.length === 0) return [];
   const isTruncated = userAgent.length > USER_AGENT_SCAN_LIMIT_CHARS;
   const text = isTruncated ? userAgent.slice(0, USER_AGENT_SCAN_LIMIT_CHARS) : userAgent;
-  const found: Candidate[] = [];
-  const stack: CommentFrame[] = [];
-  let word = '';
-  let wordPosition = 0;
+  return rank(collectCandidates(text, isTruncated));
+}
 
-  const flushWord = (): void => {
-    if (word.length > 0) addProduct(found, word, wordPosition);
-    word = '';
-  };
+/** A candidate while the header is read: the comment it came from decides whether it is a platform word. */
+interface Found extends ProductTokenCandidate {
+  /** Innermost comment the word is in (numbered from 0 in header order), or -1 outside comments. */
+  comment: number;
+}
 
+/** The state of one read of a header. */
+interface Reading {
+  found: Found[];
+  /** The comment being read, or -1. */
+  comment: number;
+  /** Comments that hold a platform word (`Linux`, `Windows`, `X11`, ...). */
+  platformComments: Set<number>;
+}
+
+/** Splits `text` into words and feeds each to {@link addWord}. No closures: the loop's state stays in registers. */
+function collectCandidates(text: string, isTruncated: boolean): Found[] {
+  const reading: Reading = { found: [], comment: -1, platformComments: new Set() };
+  const open: number[] = [];
+  let comments = 0;
+  let wordStart = -1;
+  let hasQuotedPair = false;
+  let previous: PreviousWord = 'other';
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    const frame = stack[stack.length - 1];
-    if (frame === undefined) {
-      if (code === 0x28 /* ( */) {
-        flushWord();
-        stack.push(newFrame());
-      } else if (isSpace(code) || code === 0x29 /* ) */) {
-        flushWord();
-      } else {
-        if (word.length === 0) wordPosition = i;
-        word += text[i];
-      }
-      continue;
-    }
-    if (code === 0x5c /* \ quoted-pair */ && i + 1 < text.length) {
+    if (code === 0x5c /* \ */ && open.length > 0 && i + 1 < text.length) {
+      if (wordStart < 0) wordStart = i;
+      hasQuotedPair = true;
       i++;
-      appendToItem(frame, text[i] ?? '', i);
-    } else if (code === 0x28 /* ( nested comment */) {
-      flushItem(frame);
-      stack.push(newFrame());
-    } else if (code === 0x29 /* ) */) {
-      flushItem(frame);
-      stack.pop();
-      addCommentItems(found, frame);
-    } else if (code === 0x3b /* ; */ || code === 0x2c /* , */) {
-      flushItem(frame);
-    } else {
-      appendToItem(frame, text[i] ?? '', i);
+    } else if (code === 0x28 /* ( */ || code === 0x29 /* ) */ || code === 0x3b /* ; */ || code === 0x2c /* , */) {
+      if (wordStart >= 0) addWord(reading, wordOf(text, wordStart, i, hasQuotedPair), wordStart, previous);
+      wordStart = -1;
+      hasQuotedPair = false;
+      previous = 'other';
+      if (code === 0x28) open.push(comments++);
+      else if (code === 0x29) open.pop();
+      reading.comment = open.length > 0 ? (open[open.length - 1] ?? -1) : -1;
+    } else if (code <= 0x20 || code === 0x7f) {
+      // SP, HTAB (RFC 9110 RWS) and, leniently, every other control character.
+      if (wordStart >= 0) {
+        const word = wordOf(text, wordStart, i, hasQuotedPair);
+        addWord(reading, word, wordStart, previous);
+        previous = previousWordOf(word);
+      }
+      wordStart = -1;
+      hasQuotedPair = false;
+    } else if (wordStart < 0) {
+      wordStart = i;
     }
   }
+  // The word in progress at the cap may be cut mid-name: drop it.
+  if (!isTruncated && wordStart >= 0) addWord(reading, wordOf(text, wordStart, text.length, hasQuotedPair), wordStart, previous);
+  for (const candidate of reading.found) {
+    if (candidate.kind === 'other' && reading.platformComments.has(candidate.comment)) candidate.kind = 'platform';
+  }
+  return reading.found;
+}
 
-  // The word or item in progress at the cap may be cut mid-name: drop it.
-  const innermost = stack[stack.length - 1];
-  if (isTruncated) {
-    word = '';
-    if (innermost !== undefined) innermost.current = '';
-  }
-  flushWord();
-  for (let depth = stack.length - 1; depth >= 0; depth--) {
-    const open = stack[depth];
-    if (open === undefined) continue;
-    flushItem(open);
-    addCommentItems(found, open);
-  }
-  return rankCandidates(found);
+function wordOf(text: string, start: number, end: number, hasQuotedPair: boolean): string {
+  const raw = text.slice(start, end);
+  return hasQuotedPair ? unquote(raw) : raw;
 }
 
 /**
- * Whether `token` can name a robots.txt group: non-empty and only
- * `[A-Za-z_-]` (RFC 9309 §2.2.1; the reference parser's
- * `RobotsMatcher::IsValidUserAgentToObey`). Pure; never throws.
+ * The word before, when it changes how a word reads: after `like` comes
+ * another crawler's name (`like Googlebot`, `like FeedFetcher-Google`: a
+ * claim of resemblance, not the sender's name); after `via`, the host a
+ * request passed through (`via images.example ExampleImageProxy`).
  */
-export function isValidProductToken(token: string): boolean {
-  if (typeof token !== 'string' || token.length === 0) return false;
-  for (let i = 0; i < token.length; i++) {
-    if (!isTokenChar(token.charCodeAt(i))) return false;
+type PreviousWord = 'like' | 'via' | 'other';
+
+function previousWordOf(word: string): PreviousWord {
+  if (word.length === 4 && word.toLowerCase() === 'like') return 'like';
+  if (word.length === 3 && word.toLowerCase() === 'via') return 'via';
+  return 'other';
+}
+
+/** Removes the `\` of each quoted-pair (RFC 9110 §5.6.5). */
+function unquote(raw: string): string {
+  let out = '';
+  for (let i = 0; i < raw.length; i++) {
+    if (raw.charCodeAt(i) === 0x5c && i + 1 < raw.length) i++;
+    out += raw[i];
   }
+  return out;
+}
+
+/** Adds the names of one word, unless the word is an address (see {@link extractProductTokenCandidates}). */
+function addWord(reading: Reading, word: string, position: number, previous: PreviousWord): void {
+  if (previous === 'like') return;
+  if (word.charCodeAt(0) === 0x2b /* + */ || word.includes('@') || word.includes('://')) return;
+  if (startsWithFolded(word, 'www.') || startsWithFolded(word, 'http:') || startsWithFolded(word, 'https:') || startsWithFolded(word, 'mailto:')) return;
+  let partStart = 0;
+  let separator: 'none' | 'slash' | 'colons' = 'none';
+  for (let i = 0; i <= word.length; i++) {
+    const code = i < word.length ? word.charCodeAt(i) : -1;
+    const isSlash = code === 0x2f;
+    const isDoubleColon = code === 0x3a && word.charCodeAt(i + 1) === 0x3a;
+    if (code !== -1 && !isSlash && !isDoubleColon) continue;
+    const part = word.slice(partStart, i);
+    // `host.example/path` and the host after `via` are addresses, not names.
+    if (partStart === 0 && part.includes('.') && (previous === 'via' || (isSlash && !startsVersion(word, i + 1)))) return;
+    addPart(reading, part, position + partStart, separator === 'slash', separator === 'none' && isSlash);
+    separator = isSlash ? 'slash' : 'colons';
+    if (isDoubleColon) i++;
+    partStart = i + 1;
+  }
+}
+
+/**
+ * Adds the name of one part of a word. `isVersionPosition`: the part follows
+ * a `/`; `isProductName`: it is the name of a `name/version` product (not a
+ * part after `::`, which names a module: `Example::Fetcher/0.01`).
+ */
+function addPart(reading: Reading, part: string, position: number, isVersionPosition: boolean, isProductName: boolean): void {
+  if (part.length === 0) return;
+  if (isVersionPosition && hasDigitOrDot(part)) return;
+  let start = 0;
+  // Leading quotes and brackets (`[en]`, `"Foo"`), but not a dot: `.NET` names nothing.
+  while (start < part.length && !isNameChar(part.charCodeAt(start)) && part.charCodeAt(start) !== 0x2e) start++;
+  const name = leadingName(start === 0 ? part : part.slice(start));
+  if (name.length === 0) return;
+  const lower = name.toLowerCase();
+  if (isVersionName(lower) && !(isProductName && isDigits(lower))) return;
+  if (isGenericName(lower)) {
+    if (reading.comment >= 0 && isPlatformWord(lower)) reading.platformComments.add(reading.comment);
+    return;
+  }
+  reading.found.push({ token: name, kind: kindOf(lower, isProductName), position, comment: reading.comment });
+}
+
+const KIND_ORDER: Readonly<Record<CandidateKind, number>> = { crawler: 0, other: 1, library: 2, platform: 3 };
+
+/** Best first (kind, then header order), distinct case-insensitively, capped. */
+function rank(found: readonly Found[]): ProductTokenCandidate[] {
+  const sorted = [...found].sort((a, b) => KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || a.position - b.position);
+  const seen = new Set<string>();
+  const ranked: ProductTokenCandidate[] = [];
+  for (const { token, kind, position } of sorted) {
+    const key = token.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    ranked.push({ token, kind, position });
+    if (ranked.length === MAX_PRODUCT_TOKEN_CANDIDATES) break;
+  }
+  return ranked;
+}
+
+/** A version starts at `word[at]`: a digit, or `v` and a digit. */
+function startsVersion(word: string, at: number): boolean {
+  const code = word.charCodeAt(at);
+  if (isDigit(code)) return true;
+  return (code === 0x76 || code === 0x56) && isDigit(word.charCodeAt(at + 1));
+}
+
+function hasDigitOrDot(part: string): boolean {
+  for (let i = 0; i < part.length; i++) {
+    const code = part.charCodeAt(i);
+    if (code === 0x2e || isDigit(code)) return true;
+  }
+  return false;
+}
+
+function isDigits(lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if (!isDigit(lower.charCodeAt(i))) return false;
   return true;
 }
 
-function newFrame(): CommentFrame {
-  return { items: [], current: '', currentPosition: 0 };
-}
-
-function appendToItem(frame: CommentFrame, char: string, position: number): void {
-  if (frame.current.length === 0) frame.currentPosition = position;
-  frame.current += char;
-}
-
-function flushItem(frame: CommentFrame): void {
-  if (frame.current.length > 0) {
-    frame.items.push({ text: frame.current, position: frame.currentPosition });
+/** Whether `text` starts with `prefix` (lower case ASCII), ignoring case. */
+function startsWithFolded(text: string, prefix: string): boolean {
+  if (text.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) {
+    if ((text.charCodeAt(i) | 0x20) !== prefix.charCodeAt(i) && text.charCodeAt(i) !== prefix.charCodeAt(i)) return false;
   }
-  frame.current = '';
-}
-
-/** A top-level product: always a candidate unless filtered out. */
-function addProduct(found: Candidate[], word: string, position: number): void {
-  const slash = word.indexOf('/');
-  addName(found, slash >= 0 ? word.slice(0, slash) : word, position);
-}
-
-/** The items of one finished comment, under the acceptance rule of {@link extractProductTokens}. */
-function addCommentItems(found: Candidate[], frame: CommentFrame): void {
-  const items = frame.items.map((item) => ({ text: trimSpace(item.text), position: item.position }));
-  const isCompatible = items.some((item) => item.text.toLowerCase() === 'compatible');
-  for (const item of items) {
-    if (item.text.length === 0) continue;
-    const space = indexOfSpace(item.text);
-    const firstWord = space >= 0 ? item.text.slice(0, space) : item.text;
-    const slash = firstWord.indexOf('/');
-    const name = slash >= 0 ? firstWord.slice(0, slash) : firstWord;
-    const isSingleProduct = slash >= 0 && space < 0;
-    if (isCompatible || isSingleProduct || looksLikeBot(name)) addName(found, name, item.position);
-  }
-}
-
-function addName(found: Candidate[], name: string, position: number): void {
-  if (name.includes('.') || name.includes(':') || name.includes('@')) return;
-  const token = leadingTokenRun(name);
-  if (token.length === 0 || GENERIC_TOKENS.has(token.toLowerCase())) return;
-  found.push({ token, tier: looksLikeBot(name) ? 0 : 1, position });
-}
-
-function rankCandidates(found: Candidate[]): string[] {
-  found.sort((a, b) => a.tier - b.tier || a.position - b.position);
-  const seen = new Set<string>();
-  const tokens: string[] = [];
-  for (const candidate of found) {
-    const key = candidate.token.toLowerCase();
-    if (seen.has(key)) continue;
-    seen.add(key);
-    tokens.push(candidate.token);
-    if (tokens.length === MAX_PRODUCT_TOKEN_CANDIDATES) break;
-  }
-  return tokens;
-}
-
-function looksLikeBot(name: string): boolean {
-  const lower = name.toLowerCase();
-  return BOT_MARKERS.some((marker) => lower.includes(marker));
-}
-
-/** The leading `[A-Za-z_-]` run (RFC 9309 §2.2.1). */
-function leadingTokenRun(name: string): string {
-  let end = 0;
-  while (end < name.length && isTokenChar(name.charCodeAt(end))) end++;
-  return name.slice(0, end);
-}
-
-function isTokenChar(code: number): boolean {
-  return (
-    (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a) || code === 0x2d || code === 0x5f
-  );
-}
-
-/** SP, HTAB (RFC 9110 RWS) and, leniently, every other control character. */
-function isSpace(code: number): boolean {
-  return code <= 0x20 || code === 0x7f;
-}
-
-function indexOfSpace(text: string): number {
-  for (let i = 0; i < text.length; i++) if (isSpace(text.charCodeAt(i))) return i;
-  return -1;
-}
-
-function trimSpace(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && isSpace(text.charCodeAt(start))) start++;
-  while (end > start && isSpace(text.charCodeAt(end - 1))) end--;
-  return text.slice(start, end);
+  return true;
 }

@@ -3,4 +3,12 @@ export { parseRobotsTxt, productTokenOf, DEFAULT_MAX_ROBOTS_BYTES, type ParseOpt
 export { evaluate, matchRule, selectGroup, type GroupSelection, type RobotsEvaluation, type RobotsOutcome } from './match.js';
 export { normalisePath, normaliseOctets, normalisePattern, patternPriority, extractPathAndQuery, originResolvedPath } from './encoding.js';
 export type { Rule, RuleKind, Group, MergedGroup, RobotsTxt, ParseWarning, RequestRate } from './types.js';
-export { extractProductTokens, isValidProductToken } from './agent.js';
+export {
+  extractProductTokens,
+  extractProductTokenCandidates,
+  isValidProductToken,
+  MAX_PRODUCT_TOKEN_CANDIDATES,
+  USER_AGENT_SCAN_LIMIT_CHARS,
+  type CandidateKind,
+  type ProductTokenCandidate,
+} from './agent.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
 import type { RobotsSnapshot } from '../../src/policy/snapshot.js';
 import type { SnapshotInfo } from '../../src/policy/decision.js';
-import { parseRobotsTxt } from '../../src/robots/index.js';
+import { extractProductTokens, parseRobotsTxt } from '../../src/robots/index.js';
 
 function snapshot(state: SnapshotInfo['state'], body?: string, extra: Partial<SnapshotInfo> = {}): RobotsSnapshot {
   return {
@@ -13,6 +13,26 @@ function snapshot(state: SnapshotInfo['state'], body?: string, extra: Partial<Sn
 }
 
 const request = (pathAndQuery: string, productTokens: string[] = ['GPTBot']) => ({ origin: 'http://a.example', pathAndQuery, productTokens });
+
+describe('decide: which candidate decided', () => {
+  it('names the candidate whose group applied and keeps every candidate, best first', () => {
+    const productTokens = extractProductTokens('Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) python-requests/2.31 (compatible; ExampleBot/1.0)');
+    assert.deepEqual(productTokens, ['ExampleBot', 'python-requests', 'Nexus', '5X']);
+    const both = snapshot('ok', 'User-agent: python-requests\nDisallow: /\n\nUser-agent: ExampleBot\nDisallow: /private/\n');
+    const d = decide(both, request('/page', productTokens));
+    assert.equal(d.verdict, 'allow');
+    assert.equal(d.productToken, 'ExampleBot');
+    assert.equal(d.group, 'ExampleBot');
+    assert.deepEqual(d.agentTokens, productTokens);
+    const library = decide(snapshot('ok', 'User-agent: python-requests\nDisallow: /\n'), request('/page', productTokens));
+    assert.equal(library.verdict, 'deny');
+    assert.equal(library.productToken, 'python-requests');
+    const none = decide(snapshot('ok', 'User-agent: *\nDisallow: /page\n'), request('/page', productTokens));
+    assert.equal(none.productToken, null);
+    assert.equal(none.group, '*');
+    assert.deepEqual(none.agentTokens, productTokens);
+  });
+});
 
 describe('decide', () => {
   const ok = snapshot('ok', 'User-agent: *\nDisallow: /x\n\nUser-agent: GPTBot\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 0.5\n');
