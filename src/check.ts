@@ -17,8 +17,14 @@ import { UsageError } from './errors.js';
 export interface CheckAnswer {
   allowed: boolean;
   reason: RobotsEvaluation['outcome'];
-  /** Product token that chose the group; null when the `*` group or no group applied. */
+  /** Product token that chose the group (one of `candidates`); null when the `*` group or no group applied. */
   token: string | null;
+  /**
+   * Every candidate product token, best first: those read from `--user-agent`
+   * (see `extractProductTokens`), or the one `--token`. The first that a
+   * group names decides.
+   */
+  candidates: string[];
   /** The group that applied (its token as written, or `*`); null when none. */
   group: string | null;
   rule: { kind: 'allow' | 'disallow'; pattern: string; line: number } | null;
@@ -46,6 +52,7 @@ export function checkUrl(robots: RobotsTxt, productTokens: readonly string[], ur
     allowed: r.allowed,
     reason: r.outcome,
     token: r.productToken ?? null,
+    candidates: [...productTokens],
     group: r.group?.productToken ?? null,
     rule: r.rule ? { kind: r.rule.kind, pattern: r.rule.pattern, line: r.rule.line } : null,
     crawlDelay: r.group?.crawlDelaySeconds ?? null,
@@ -58,13 +65,14 @@ export function tokensFor(source: { token?: string; userAgent?: string }): strin
   return extractProductTokens(source.userAgent ?? '');
 }
 
-/** Renders an answer as one human-readable line. */
+/** Renders an answer as one human-readable line: `token=` is the candidate that decided, `candidates=` all of them, best first. */
 export function formatAnswer(url: string, a: CheckAnswer): string {
   const parts = [
     a.allowed ? 'ALLOWED   ' : 'DISALLOWED',
     url,
     `reason=${a.reason}`,
     `token=${a.token ?? '-'}`,
+    `candidates=${a.candidates.length > 0 ? a.candidates.join(',') : '-'}`,
     `group=${a.group ?? '-'}`,
     `rule=${a.rule ? `"${a.rule.kind}: ${a.rule.pattern}" line=${a.rule.line}` : '-'}`,
     `crawl-delay=${a.crawlDelay === null ? '-' : `${a.crawlDelay}s`}`,

@@ -12,7 +12,9 @@ const HELP = `robots-proxy: a forward HTTP(S) proxy that makes bots obey robots.
 Usage:
   robots-proxy serve --config FILE        run the proxy (npm start uses config/default.yaml)
   robots-proxy check --robots FILE (--user-agent UA | --token TOKEN) [--json] URL...
-                                          decide URLs offline against one robots.txt file
+                                          decide URLs offline against one robots.txt file;
+                                          candidates= lists the product tokens read from UA,
+                                          best first, and token= the one that decided
   robots-proxy check --jsonl              read JSON lines {"robots","url","userAgent"|"token"}
                                           on stdin, write one JSON decision per line
   robots-proxy ca [--config FILE]         print the interception CA certificate path and PEM

@@ -43,6 +43,26 @@ describe('robots-proxy check', () => {
     assert.match(lines[1]!, /^DISALLOWED .*reason=rule-disallow .*"disallow: \/" line=5/);
   });
 
+  it('shows every candidate read from --user-agent and the one that decided', async () => {
+    const ua = 'Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) python-requests/2.31 (compatible; ExampleBot/1.0; +https://bot.example/)';
+    const both = join(dir, 'both.txt');
+    writeFileSync(both, 'User-agent: python-requests\nDisallow: /\n\nUser-agent: ExampleBot\nDisallow: /private/\n');
+    const r = await run(['check', '--robots', both, '--user-agent', ua, 'https://example.com/page', 'https://example.com/private/a']);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.match(lines[0]!, /^ALLOWED .* token=ExampleBot  candidates=ExampleBot,python-requests,Nexus,5X  group=ExampleBot /);
+    assert.match(lines[1]!, /^DISALLOWED .* token=ExampleBot  candidates=ExampleBot,python-requests,Nexus,5X  group=ExampleBot .*"disallow: \/private\/" line=5/);
+    // Without a group for the crawler, the library's decides; the JSON answer says so.
+    const onlyLibrary = join(dir, 'library.txt');
+    writeFileSync(onlyLibrary, 'User-agent: python-requests\nDisallow: /\n');
+    const json = await run(['check', '--robots', onlyLibrary, '--user-agent', ua, '--json', 'https://example.com/page']);
+    assert.equal(json.code, 0, json.stderr);
+    const answer = JSON.parse(json.stdout);
+    assert.equal(answer.token, 'python-requests');
+    assert.deepEqual(answer.candidates, ['ExampleBot', 'python-requests', 'Nexus', '5X']);
+    assert.equal(answer.allowed, false);
+  });
+
   it('uses a bare --token and the * group for unknown tokens', async () => {
     const r = await run(['check', '--robots', robotsFile, '--token', 'OtherBot', '--json', 'http://example.com/private/x']);
     assert.equal(r.code, 0, r.stderr);
@@ -68,9 +88,9 @@ describe('robots-proxy check', () => {
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(out.length, 7, 'one output line per input line, the blank one included');
-    assert.deepEqual(out[0], { allowed: false, reason: 'rule-disallow', token: 'FooBot', group: 'FooBot', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: 0.5 });
+    assert.deepEqual(out[0], { allowed: false, reason: 'rule-disallow', token: 'FooBot', candidates: ['FooBot'], group: 'FooBot', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: 0.5 });
     assert.ok(typeof out[1].error === 'string');
-    assert.deepEqual(out[2], { allowed: true, reason: 'no-matching-rule', token: 'FooBot', group: 'FooBot', rule: null, crawlDelay: 0.5 });
+    assert.deepEqual(out[2], { allowed: true, reason: 'no-matching-rule', token: 'FooBot', candidates: ['FooBot'], group: 'FooBot', rule: null, crawlDelay: 0.5 });
     assert.ok(typeof out[3].error === 'string');
     assert.match(out[4].error, /userAgent|token/);
     assert.equal(out[5].error, 'empty line');
