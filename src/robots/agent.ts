@@ -83,15 +83,22 @@ export function extractProductTokens(userAgent: string): string[] {
  * libraries and tools (python-requests, curl, Go-http-client, Scrapy, ...),
  * then the other names of a platform comment, one that holds a platform
  * word such as Linux, Windows or X11 (device models: `Nexus 5X`); header
- * order within each kind. So `python-requests/2.31
- * ExampleBot/1.0` gives `ExampleBot` before `python-requests`. Duplicates are
- * dropped case-insensitively, keeping the best-ranked spelling. At most
+ * order within each kind. So `python-requests/2.31 ExampleBot/1.0` gives
+ * `ExampleBot` before `python-requests`. Duplicates are dropped
+ * case-insensitively, keeping the best-ranked spelling. At most
  * {@link MAX_PRODUCT_TOKEN_CANDIDATES} are returned.
  *
  * Bounds: only the first {@link USER_AGENT_SCAN_LIMIT_CHARS} characters are
  * read; each is looked at a constant number of times, so the work is linear
  * in that prefix. Unbalanced parentheses are tolerated: a stray `)`
  * separates words, an unclosed comment ends with the header.
+ *
+ * Known limits: words of prose in a header (`Single Page link check`) are
+ * candidates too; they matter only when a robots.txt file names them. A
+ * domain-style name whose own name is not its first label
+ * (`image.coccoc/1.0`) gives the first label (`image`), as a `User-agent:
+ * image.coccoc` line does. Google's fallback from `Googlebot-Image` to
+ * `Googlebot` is not applied (not in RFC 9309).
  *
  * @param userAgent the header value; a non-string gives `[]`.
  * @returns candidates whose tokens are `[A-Za-z0-9_-]+` and distinct

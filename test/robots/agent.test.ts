@@ -81,6 +81,7 @@ describe('real headers (test/fixtures/user-agents.jsonl)', () => {
 describe('shapes of real headers (issue 12)', () => {
   const shapes: Array<{ shape: string; ua: string; name: string; candidates: string[] }> = [
     { shape: 'a name after a vendor word in a comment item', ua: 'Mozilla/5.0 (compatible; Example! Crawler/3.0; +https://crawler.example/help)', name: 'Crawler', candidates: ['Crawler', 'Example'] },
+    { shape: 'a name after a vendor word, not the first word (issue 7)', ua: 'Mozilla/5.0 (compatible; Example! Crawler; +https://crawler.example/help)', name: 'Crawler', candidates: ['Example', 'Crawler'] },
     { shape: 'a name after a vendor word, no version', ua: 'Mozilla/5.0 (compatible; Example! Crawler China; +https://crawler.example/cn)', name: 'Crawler', candidates: ['Example', 'Crawler', 'China'] },
     { shape: 'a product after a two-word vendor', ua: 'Mozilla/2.0 (compatible; Example Search/ExampleBot; +https://search.example/bot)', name: 'ExampleBot', candidates: ['ExampleBot', 'Example', 'Search'] },
     { shape: 'a comment item without compatible', ua: 'ExampleCVS/0.7.1 (ExampleBot; https://example.org/bot.html; bot@example.org)', name: 'ExampleBot', candidates: ['ExampleBot', 'ExampleCVS'] },
