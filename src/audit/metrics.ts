@@ -68,6 +68,7 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'upstream-error': ['allow'],
   misdirected: ['deny'],
   'tunnel-denied': ['deny'],
+  'internal-error': ['deny'],
 };
 
 /** Seconds; from a fast cached allow to a long queue wait plus a slow upstream. */

@@ -19,8 +19,9 @@ import type { RuleKind } from '../robots/types.js';
  * - `queue-full`: the per-origin queue is full or the wait would exceed `pacing.maxWait`.
  * - `bad-request`: not a proxy request (no absolute URL, bad host).
  * - `upstream-error`: allowed, but the upstream failed or timed out.
- * - `misdirected`: inside a TLS tunnel, the Host header disagrees with the CONNECT target.
+ * - `misdirected`: inside a CONNECT tunnel, the request names another origin than the CONNECT target.
  * - `tunnel-denied`: CONNECT refused because `https.mode` is `deny`.
+ * - `internal-error`: the proxy failed while handling the request (a bug caught by an error boundary; answered 500).
  */
 export type DecisionReason =
   | 'rule-allow'
@@ -36,7 +37,8 @@ export type DecisionReason =
   | 'bad-request'
   | 'upstream-error'
   | 'misdirected'
-  | 'tunnel-denied';
+  | 'tunnel-denied'
+  | 'internal-error';
 
 /** Every {@link DecisionReason}, for metrics pre-registration and validation. */
 export const DECISION_REASONS: readonly DecisionReason[] = [
@@ -54,6 +56,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'upstream-error',
   'misdirected',
   'tunnel-denied',
+  'internal-error',
 ];
 
 /** `allow` or `deny`. */

@@ -37,6 +37,8 @@ export function statusFor(decision: Decision): number {
       return 421;
     case 'upstream-error':
       return decision.upstream?.timedOut ? 504 : 502;
+    case 'internal-error':
+      return 500;
     default:
       // Allowed reasons are answered by the upstream, not by the proxy.
       return 200;
@@ -112,9 +114,11 @@ function summary(d: Decision): string {
     case 'bad-request':
       return 'This is not a valid proxy request.';
     case 'misdirected':
-      return 'The Host header does not match the tunnel\'s target.';
+      return 'The request names another origin than the CONNECT tunnel it came through.';
     case 'upstream-error':
       return d.upstream?.timedOut ? `${d.origin} did not answer in time.` : `The request to ${d.origin} failed.`;
+    case 'internal-error':
+      return 'The proxy failed while handling this request; it keeps serving others.';
     default:
       return `Allowed (${d.reason}).`;
   }

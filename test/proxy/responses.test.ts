@@ -54,6 +54,7 @@ describe('renderProxyResponse', () => {
       [decideWithoutRobots('target-private-network'), 403],
       [decideWithoutRobots('tunnel-denied'), 403],
       [decideWithoutRobots('misdirected'), 421],
+      [decideWithoutRobots('internal-error'), 500],
       [{ ...decideWithoutRobots('upstream-error'), upstream: { error: 'ECONNREFUSED' } }, 502],
       [{ ...decideWithoutRobots('upstream-error'), upstream: { error: 'UND_ERR_HEADERS_TIMEOUT', timedOut: true } }, 504],
     ];

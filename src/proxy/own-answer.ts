@@ -1,0 +1,70 @@
+/**
+ * The access entry of an answer the proxy writes outside the request pipeline:
+ * refusals at the listener, CONNECT, Upgrade, and the error boundary's 500.
+ * Every such answer is audited like a pipeline request (DESIGN.md: one access
+ * line per request, whatever the outcome).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AccessEntry } from '../audit/access-entry.js';
+import type { Clock } from '../clock.js';
+import type { Decision } from '../policy/decision.js';
+import { renderProxyResponse } from './responses.js';
+
+/** How a request reached the proxy (the access line's `via`). */
+export type RequestVia = AccessEntry['request']['via'];
+
+/** Facts of an answer the proxy gave itself. Times in ms since the epoch. */
+export interface OwnAnswerFacts {
+  startedAtMs: number;
+  nowMs: number;
+  status: number;
+  via: RequestVia;
+  /** The target as understood (absolute URL, or `host:port` for CONNECT); default: the raw request target. */
+  url?: string;
+  /** Response body bytes written. @default 0 */
+  bytesSent?: number;
+  /** Error code, when the answer reports a failure. @default null */
+  error?: string | null;
+}
+
+/** Builds the {@link AccessEntry} of an answer the proxy gave itself for `req`. Pure; never throws. */
+export function ownAnswerEntry(req: IncomingMessage, decision: Decision, facts: OwnAnswerFacts): AccessEntry {
+  return {
+    startedAtMs: facts.startedAtMs,
+    client: { address: req.socket?.remoteAddress ?? '', port: req.socket?.remotePort ?? 0 },
+    request: {
+      method: req.method ?? '',
+      url: (facts.url ?? req.url ?? '').slice(0, 2048),
+      userAgent: req.headers['user-agent'] ?? null,
+      via: facts.via,
+    },
+    decision,
+    productTokens: decision.agentTokens,
+    timings: { queueWaitMs: decision.pacing?.waitedMs ?? null, upstreamMs: null, durationMs: Math.max(0, facts.nowMs - facts.startedAtMs) },
+    response: { status: facts.status, upstreamStatus: null, bytesSent: facts.bytesSent ?? 0, bytesReceived: 0, clientAborted: false },
+    error: facts.error ?? null,
+  };
+}
+
+/**
+ * Answers a request the pipeline never saw (400, 421, a loop) with the
+ * proxy's own response for `decision`, and audits it. After a `bad-request`
+ * the connection is closed: its framing is not to be trusted. Throws only what
+ * `res` throws (for the caller's error boundary).
+ */
+export function refuseRequest(
+  deps: { clock: Clock; onFinished: (entry: AccessEntry) => void },
+  req: IncomingMessage,
+  res: ServerResponse,
+  decision: Decision,
+  via: RequestVia,
+): void {
+  const startedAtMs = deps.clock.nowMs();
+  const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: startedAtMs });
+  const bytesSent = req.method === 'HEAD' ? 0 : Buffer.byteLength(rendered.body);
+  const close = decision.reason === 'bad-request' ? { connection: 'close' } : {};
+  res.writeHead(rendered.status, { ...rendered.headers, ...close, 'content-length': String(Buffer.byteLength(rendered.body)) });
+  res.end(req.method === 'HEAD' ? undefined : rendered.body);
+  req.resume();
+  deps.onFinished(ownAnswerEntry(req, decision, { startedAtMs, nowMs: deps.clock.nowMs(), status: rendered.status, via, bytesSent }));
+}
