@@ -172,9 +172,12 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     logger,
     onFinished,
     lookup,
+    viaPseudonym,
+    idleTimeoutMs: config.https.idleTimeoutMs,
+    connectTimeoutMs: config.upstream.connectTimeoutMs,
     ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
   });
-  const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, viaPseudonym, onFinished });
+  const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished });
   const proxyAddress = await proxy.listen(config.listen.host, config.listen.port);
 
   let admin: AdminServer | undefined;

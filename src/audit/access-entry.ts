@@ -21,8 +21,11 @@ export interface AccessEntry {
     url: string;
     /** The client's User-Agent header, or null when absent (a value the client controls). */
     userAgent: string | null;
-    /** `http`, `https-intercepted` (inside a TLS tunnel) or `connect` (the CONNECT itself). */
-    via: 'http' | 'https-intercepted' | 'connect';
+    /**
+     * `http` (absolute-form), `https-intercepted` (inside an intercepted TLS tunnel),
+     * `http-tunnelled` (plain HTTP inside a CONNECT tunnel) or `connect` (the CONNECT itself).
+     */
+    via: 'http' | 'https-intercepted' | 'http-tunnelled' | 'connect';
   };
   decision: Decision;
   /** Candidate product tokens extracted from the User-Agent, in preference order. */

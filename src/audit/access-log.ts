@@ -23,7 +23,7 @@ export const ACCESS_LOG_FIELD = {
   method: 'method',
   /** The target URL as the proxy understood it, capped to {@link ACCESS_LOG_LIMITS}.urlChars. */
   url: 'url',
-  /** `http`, `https-intercepted` or `connect`. */
+  /** `http`, `https-intercepted`, `http-tunnelled` or `connect`. */
   via: 'via',
   /** Status sent to the client. */
   status: 'status',

@@ -117,6 +117,7 @@ const httpsShape = {
   caCert: filePath().optional(),
   caKey: filePath().optional(),
   leafTtl: duration(MINUTE_MS, 7 * DAY_MS).prefault('24h'),
+  idleTimeout: duration(SECOND_MS, DAY_MS).prefault('60s'),
 };
 
 const logShape = { level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') };
@@ -219,6 +220,7 @@ const httpsSchema = section(httpsShape).transform((h, ctx): HttpsConfig => {
     ...(h.caCert === undefined ? {} : { caCert: h.caCert }),
     ...(h.caKey === undefined ? {} : { caKey: h.caKey }),
     leafTtlMs: h.leafTtl,
+    idleTimeoutMs: h.idleTimeout,
   };
 });
 

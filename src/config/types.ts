@@ -109,6 +109,11 @@ export interface HttpsConfig {
   readonly caKey?: string;
   /** Validity of the leaf certificates the proxy signs, ms. @default 86_400_000 */
   readonly leafTtlMs: number;
+  /**
+   * A CONNECT tunnel (relayed in `tunnel` mode, or intercepted) with no byte in
+   * either direction for this long is closed, ms. Bounds: 1 s to 24 h. @default 60_000
+   */
+  readonly idleTimeoutMs: number;
 }
 
 /** Logging. */

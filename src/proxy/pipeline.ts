@@ -48,7 +48,8 @@ export interface ProxiedRequest {
   res: ServerResponse;
   /** The absolute target URL (http: or https:). */
   target: URL;
-  via: 'http' | 'https-intercepted';
+  /** `http` (absolute-form), `https-intercepted` (TLS inside CONNECT) or `http-tunnelled` (plain HTTP inside CONNECT). */
+  via: 'http' | 'https-intercepted' | 'http-tunnelled';
 }
 
 /** The path plus query of a target URL, as matched and forwarded. */
@@ -100,11 +101,8 @@ export class RequestPipeline {
     const productTokens = this.tokensOf(userAgent);
     const origin = target.origin;
     const path = pathAndQueryOf(target);
-    const guarded = await this.deps.guard.check(target.hostname);
-    if (!guarded.allowed) {
-      const detail = 'address' in guarded ? `${target.hostname} is ${guarded.address}` : guarded.error;
-      return { decision: decideWithoutRobots('target-private-network', { origin, path, detail, agentTokens: productTokens }), productTokens };
-    }
+    const refused = await this.checkTarget(target, userAgent);
+    if (refused) return { decision: refused, productTokens };
     const snapshot = await this.deps.robots.get(origin);
     const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens });
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
@@ -116,6 +114,18 @@ export class RequestPipeline {
       decision.detail = `${target.hostname} resolves to a private address`;
     }
     return { decision, productTokens };
+  }
+
+  /**
+   * The private-network guard alone (no robots.txt): what can be known about a
+   * target before any request to it, e.g. at CONNECT time. Never rejects.
+   * @returns the `target-private-network` refusal, or undefined when the target may be contacted.
+   */
+  async checkTarget(target: URL, userAgent: string | undefined): Promise<Decision | undefined> {
+    const guarded = await this.deps.guard.check(target.hostname);
+    if (guarded.allowed) return undefined;
+    const detail = 'address' in guarded ? `${target.hostname} is ${guarded.address}` : guarded.error;
+    return decideWithoutRobots('target-private-network', { origin: target.origin, path: pathAndQueryOf(target), detail, agentTokens: this.tokensOf(userAgent) });
   }
 
   /**

@@ -7,13 +7,16 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
 import { decideWithoutRobots } from '../policy/decide.js';
-import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { Clock } from '../clock.js';
 import { hasVisitedProxy } from './headers.js';
 import { targetsOwnListener } from './loop-guard.js';
-import { renderProxyResponse } from './responses.js';
+import { guardRequest, guardSocketRequest } from './error-boundary.js';
+import { refuseRequest } from './own-answer.js';
+import { parseProxyTarget } from './proxy-target.js';
+import { writeClientErrorResponse } from './raw-response.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -34,35 +37,14 @@ export interface ProxyServerDeps {
   connect: ConnectHandler;
   upgrade: UpgradeRelay;
   clock: Clock;
+  /** Where the error boundaries log internal errors. */
+  logger: Pick<Logger, 'error'>;
   viaPseudonym: string;
   onFinished: (entry: AccessEntry) => void;
   limits?: ProxyServerLimits;
 }
 
-/**
- * Parses the request target of a proxy request: an absolute-form `http://` or
- * `https://` URL with a host (RFC 9112 §3.2.2). Returns a reason string when it
- * is not one.
- */
-export function parseProxyTarget(rawTarget: string | undefined): URL | string {
-  if (rawTarget === undefined || rawTarget.length === 0) return 'the request has no target';
-  if (rawTarget.startsWith('/')) {
-    return `this is a forward proxy: send absolute-form requests (GET http://host/path) through it, not "${rawTarget.slice(0, 100)}"`;
-  }
-  let url: URL;
-  try {
-    url = new URL(rawTarget);
-  } catch {
-    return `the target "${rawTarget.slice(0, 200)}" is not an absolute URL`;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme "${url.protocol}" is not proxied (only http and https)`;
-  if (url.hostname.length === 0) return 'the target has no host';
-  // `example.com.` is `example.com`: one origin, one robots.txt, one queue (else a trailing dot
-  // would buy a second pacing queue).
-  if (url.hostname.endsWith('.') && url.hostname.length > 1) url.hostname = url.hostname.slice(0, -1);
-  if (url.username || url.password) return 'the target must not carry user information';
-  return url;
-}
+export { parseProxyTarget } from './proxy-target.js';
 
 /** The proxy's HTTP listener (lifecycle: `listen`, `close`). */
 export class ProxyServer {
@@ -77,15 +59,17 @@ export class ProxyServer {
       requestTimeout: 0,
       keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
     });
-    this.server.on('request', (req, res) => void this.onRequest(req, res));
-    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => deps.connect.handle(req, socket, head));
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.onUpgrade(req, socket, head));
-    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-      if (!socket.writable) return socket.destroy();
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      const body = `malformed request: ${err.code ?? err.message}\n`;
-      socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    // Every handler runs inside an error boundary: a bug answers 500 (or closes) that one request.
+    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      guardRequest(deps, { where: 'proxy-request', via: 'http' }, req, res, () => this.onRequest(req, res));
     });
+    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => deps.connect.handle(req, socket, head));
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // The server drops its own error listener from an upgraded socket.
+      socket.on('error', () => socket.destroy());
+      guardSocketRequest(deps, { where: 'proxy-upgrade', via: 'http' }, req, socket, () => this.onUpgrade(req, socket, head));
+    });
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => writeClientErrorResponse(socket, err));
   }
 
   /** Starts listening; resolves with the bound address. */
@@ -121,9 +105,10 @@ export class ProxyServer {
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = parseProxyTarget(req.url);
-    if (typeof target === 'string') return this.refuse(req, res, decideWithoutRobots('bad-request', { detail: target }));
+    if (typeof target === 'string') return refuseRequest(this.deps, req, res, decideWithoutRobots('bad-request', { detail: target }), 'http');
     if (this.isLoop(req, target)) {
-      return this.refuse(req, res, decideWithoutRobots('bad-request', { origin: target.origin, detail: 'the target is this proxy itself (forwarding loop)' }));
+      const decision = decideWithoutRobots('bad-request', { origin: target.origin, detail: 'the target is this proxy itself (forwarding loop)' });
+      return refuseRequest(this.deps, req, res, decision, 'http');
     }
     await this.deps.pipeline.handle({ req, res, target, via: 'http' });
   }
@@ -132,28 +117,9 @@ export class ProxyServer {
     const target = parseProxyTarget(req.url);
     if (typeof target === 'string' || this.isLoop(req, target)) {
       const detail = typeof target === 'string' ? target : 'forwarding loop';
-      return this.deps.upgrade.refuse(req, socket, decideWithoutRobots('bad-request', { detail }));
+      return this.deps.upgrade.refuse(req, socket, decideWithoutRobots('bad-request', { detail }), { via: 'http' });
     }
-    await this.deps.upgrade.relay(req, socket, head, target);
-  }
-
-  /** Answers a request the pipeline never saw (400, loop), and audits it. */
-  private refuse(req: IncomingMessage, res: ServerResponse, decision: Decision): void {
-    const startedAtMs = this.deps.clock.nowMs();
-    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: startedAtMs });
-    res.writeHead(rendered.status, { ...rendered.headers, connection: 'close' });
-    res.end(rendered.body);
-    req.resume();
-    this.deps.onFinished({
-      startedAtMs,
-      client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
-      request: { method: req.method ?? '', url: (req.url ?? '').slice(0, 2048), userAgent: req.headers['user-agent'] ?? null, via: 'http' },
-      decision,
-      productTokens: decision.agentTokens,
-      timings: { queueWaitMs: null, upstreamMs: null, durationMs: 0 },
-      response: { status: rendered.status, upstreamStatus: null, bytesSent: Buffer.byteLength(rendered.body), bytesReceived: 0, clientAborted: false },
-      error: null,
-    });
+    await this.deps.upgrade.relay(req, socket, head, target, 'http');
   }
 
   /** Stops accepting, closes idle connections, then all. */

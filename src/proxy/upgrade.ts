@@ -16,6 +16,7 @@ import type { AccessEntry } from '../audit/access-entry.js';
 import type { RequestPipeline } from './pipeline.js';
 import { renderProxyResponse } from './responses.js';
 import { writeRawResponse } from './raw-response.js';
+import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 
 /** Collaborators of {@link UpgradeRelay}. */
 export interface UpgradeDeps {
@@ -68,44 +69,43 @@ export class UpgradeRelay {
     this.pipeline = pipeline;
   }
 
-  /** Refuses an upgrade with the proxy's own response, and audits it. */
-  refuse(req: IncomingMessage, socket: Duplex, decision: Decision, startedAtMs = this.deps.clock.nowMs()): void {
+  /**
+   * Refuses an upgrade with the proxy's own response, and audits it.
+   * @param url the target as understood, for the access line (default: the raw request target).
+   */
+  refuse(req: IncomingMessage, socket: Duplex, decision: Decision, facts: { via: RequestVia; startedAtMs?: number; url?: string }): void {
     const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
     writeRawResponse(socket, rendered);
-    this.audit(req, decision, startedAtMs, rendered.status, req.url ?? '');
+    const nowMs = this.deps.clock.nowMs();
+    this.deps.onFinished(
+      ownAnswerEntry(req, decision, { startedAtMs: facts.startedAtMs ?? nowMs, nowMs, status: rendered.status, via: facts.via, ...(facts.url !== undefined ? { url: facts.url } : {}) }),
+    );
   }
 
-  private audit(req: IncomingMessage, decision: Decision, startedAtMs: number, status: number, url: string): void {
-    this.deps.onFinished({
-      startedAtMs,
-      client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
-      request: { method: req.method ?? 'GET', url: url.slice(0, 2048), userAgent: req.headers['user-agent'] ?? null, via: 'http' },
-      decision,
-      productTokens: decision.agentTokens,
-      timings: { queueWaitMs: decision.pacing?.waitedMs ?? null, upstreamMs: null, durationMs: this.deps.clock.nowMs() - startedAtMs },
-      response: { status, upstreamStatus: null, bytesSent: 0, bytesReceived: 0, clientAborted: false },
-      error: null,
-    });
-  }
-
-  /** Decides, paces and relays one upgrade request to `target`. Never rejects. */
-  async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL): Promise<void> {
+  /**
+   * Decides, paces and relays one upgrade request to `target` (already bound
+   * and parsed by the caller). `via` says where it came from, for the access
+   * line. Never rejects; a synchronous failure of http-proxy throws, for the
+   * caller's error boundary.
+   */
+  async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, via: RequestVia): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     socket.on('error', () => socket.destroy());
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
-    const { decision: decided } = await pipeline.decideFor(target, req.headers['user-agent']);
-    const decision = decided;
-    if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
+    const { decision } = await pipeline.decideFor(target, req.headers['user-agent']);
+    const refuse = (): void => this.refuse(req, socket, decision, { via, startedAtMs, url: target.href });
+    if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return refuse();
     const abort = new AbortController();
     socket.once('close', () => abort.abort());
     const waited = await pipeline.waitForSlot(decision, abort.signal);
     if ('refusal' in waited) {
-      if (waited.refusal === 'queue-full') return this.refuse(req, socket, decision, startedAtMs);
+      if (waited.refusal === 'queue-full') return refuse();
       return void socket.destroy();
     }
     // The upgrade is one request start; the long-lived stream after it is not paced.
     waited.slot.release();
+    if (socket.destroyed) return;
     req.url = target.pathname + target.search;
     const isHttps = target.protocol === 'https:';
     this.proxy.ws(req, socket, head, {
@@ -114,7 +114,8 @@ export class UpgradeRelay {
       secure: true,
       proxyTimeout: this.deps.timeoutMs,
     });
-    this.audit(req, decision, startedAtMs, 101, target.href);
+    const nowMs = this.deps.clock.nowMs();
+    this.deps.onFinished(ownAnswerEntry(req, decision, { startedAtMs, nowMs, status: 101, via, url: target.href }));
   }
 
   /** Closes the relay's agents and proxy. */

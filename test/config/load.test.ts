@@ -40,6 +40,7 @@ describe('loadConfig: one fixture per failure mode', () => {
     ['zero-concurrency.yaml', 'pacing.maxConcurrency', 3, 3],
     ['bad-enum.yaml', 'pacing.model', 2, 3],
     ['ttl-too-long.yaml', 'robots.ttl', 4, 3],
+    ['idle-timeout-too-short.yaml', 'https.idleTimeout', 3, 3],
     ['ca-cert-without-key.yaml', 'https.caCert', 3, 3],
     ['bad-host-key.yaml', 'hosts["https://example.org/some/path"]', 4, 3],
     ['bad-host-override.yaml', 'hosts["example.com"].maxConcurency', 4, 5],
@@ -175,7 +176,7 @@ describe('valid sample', () => {
         'example.org': { maxConcurrency: 2 },
         '[::1]': {},
       },
-      https: { mode: 'tunnel', caCert: 'state/ca.pem', caKey: 'state/ca-key.pem', leafTtlMs: 3_600_000 },
+      https: { mode: 'tunnel', caCert: 'state/ca.pem', caKey: 'state/ca-key.pem', leafTtlMs: 3_600_000, idleTimeoutMs: 90_000 },
       stateDir: '/var/lib/robots-proxy',
       log: { level: 'debug' },
     };
@@ -226,6 +227,7 @@ describe('defaultConfig', () => {
     assert.equal(config.pacing.model, 'start-to-start');
     assert.equal(config.upstream.allowPrivateNetworks, false);
     assert.equal(config.https.mode, 'intercept');
+    assert.equal(config.https.idleTimeoutMs, 60_000);
     assert.equal(config.stateDir, './state');
     assert.deepEqual(config.hosts, {});
   });

@@ -240,3 +240,10 @@ export async function waitFor(predicate: () => boolean, what: string, timeoutMs 
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** Leaf certificates signed, and leaf cache lookups answered, since start: read from the admin API's /metrics at `adminUrl`. */
+export async function leafCounters(adminUrl: string): Promise<{ issued: number; cacheHits: number }> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const read = (name: string): number => Number(new RegExp(`^robots_proxy_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { issued: read('tls_leaf_certificates_issued_total'), cacheHits: read('tls_leaf_certificate_cache_hits_total') };
+}

@@ -1,15 +1,16 @@
 /**
  * HTTPS interception failure behaviour (issue #4, "Failure behaviour"): a
- * client that rejects the proxy certificate, a client that speaks plain HTTP
- * into the tunnel, a handshake that never starts or never ends. Each gives a
- * log line with its reason, a 502 where an answer can still be sent, a closed
- * socket, and a proxy that still serves the next request.
+ * client that rejects the proxy certificate, a client that sends bytes that
+ * are neither TLS nor HTTP into the tunnel, a handshake that never starts or
+ * never ends. Each gives a log line with its reason, an answer where one can
+ * still be sent, a closed socket, and a proxy that still serves the next
+ * request. (Plain HTTP inside a tunnel is served: see tunnel-http.test.ts.)
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyAgent, request } from 'undici';
 import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
-import { createTestPki, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, waitFor, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
+import { createTestPki, leafCounters, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, waitFor, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
 
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const HANDSHAKE_TIMEOUT_MS = 1000;
@@ -70,19 +71,19 @@ describe('HTTPS interception failures', () => {
     assert.equal(warnings('tls-client-error').length, before + 1);
   });
 
-  it('a client that speaks plain HTTP into the tunnel gets a 502 text answer and a closed socket', async () => {
-    const before = warnings('tunnel-not-tls').length;
+  it('a client that sends neither TLS nor HTTP into the tunnel gets 400 and a closed socket, and no certificate is signed', async () => {
+    const before = warnings('tunnel-client-error').length;
+    const signedBefore = (await leafCounters(proxy.adminUrl)).issued;
     const tunnel = await openConnect(proxy.proxyAddress.port, `127.0.0.1:${origin.port}`);
     assert.equal(tunnel.status, 200);
     const answer = readToEnd(tunnel.socket, tunnel.head);
-    tunnel.socket.write(`GET /page/plain HTTP/1.1\r\nhost: 127.0.0.1:${origin.port}\r\nuser-agent: ${BOT_UA}\r\n\r\n`);
+    tunnel.socket.write(Buffer.from([0x00, 0x01, 0x02, 0xff, 0x0d, 0x0a, 0x0d, 0x0a]));
     const text = await answer;
-    assert.match(text, /^HTTP\/1\.1 502 /);
-    assert.match(text, /\r\ncontent-type: text\/plain/i);
-    assert.match(text, /\r\nx-robots-proxy-decision: deny; reason=upstream-error\r\n/i);
-    assert.match(text, /expects TLS/);
-    assert.equal(warnings('tunnel-not-tls').length, before + 1);
-    assert.ok(!origin.hits.includes('/page/plain'));
+    assert.match(text, /^HTTP\/1\.1 400 /);
+    assert.match(text, /malformed request: HPE_/);
+    await waitFor(() => warnings('tunnel-client-error').length > before, 'a tunnel-client-error line');
+    assert.equal(warnings('tunnel-client-error').at(-1)!['origin'], `http://127.0.0.1:${origin.port}`);
+    assert.equal((await leafCounters(proxy.adminUrl)).issued, signedBefore, 'bytes that are not TLS never cost a signature');
     await assertHealthy();
   });
 

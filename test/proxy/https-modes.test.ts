@@ -1,15 +1,16 @@
 /**
  * `https.mode: tunnel` and `deny` end to end (issue #4, "Modes"): in tunnel
  * mode the CONNECT is decided on the origin's "/" and the bytes are relayed
- * untouched (the client sees the origin's own certificate); in deny mode every
- * CONNECT gets 403.
+ * untouched (the client sees the origin's own certificate) and a tunnel idle
+ * for `https.idleTimeout` is closed; in deny mode every CONNECT gets 403.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
-import { createTestPki, openConnect, readToEnd, runCurl, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
+import { createTestPki, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
 
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+const IDLE_TIMEOUT_MS = 1000;
 
 describe('HTTPS tunnel and deny modes', () => {
   let blocked: TlsOrigin;
@@ -17,7 +18,10 @@ describe('HTTPS tunnel and deny modes', () => {
   let originCaPath: string;
   let tunnelProxy: Awaited<ReturnType<typeof startTestProxy>>;
   let denyProxy: Awaited<ReturnType<typeof startTestProxy>>;
+  let idleProxy: Awaited<ReturnType<typeof startTestProxy>>;
   let tunnelLogs: LogCapture;
+  let idleLogs: LogCapture;
+  let originCaPem: string;
 
   before(async () => {
     const pki = await createTestPki();
@@ -29,11 +33,15 @@ describe('HTTPS tunnel and deny modes', () => {
     const upstream = { caFile: originCaPath };
     tunnelProxy = await startTestProxy({ https: { mode: 'tunnel' }, upstream }, { logger: tunnelLogs.logger });
     denyProxy = await startTestProxy({ https: { mode: 'deny' }, upstream });
+    idleLogs = captureLogs();
+    idleProxy = await startTestProxy({ https: { mode: 'tunnel', idleTimeout: `${IDLE_TIMEOUT_MS}ms` }, upstream }, { logger: idleLogs.logger });
+    originCaPem = pki.caPem;
   });
 
   after(async () => {
     await tunnelProxy?.close();
     await denyProxy?.close();
+    await idleProxy?.close();
     await blocked?.close();
     await open?.close();
   });
@@ -85,5 +93,36 @@ describe('HTTPS tunnel and deny modes', () => {
     }
     const viaCurl = await runCurl(['--proxy', denyProxy.proxyUrl, '--cacert', originCaPath, `https://localhost:${open.port}/page/deny`]);
     assert.equal(viaCurl.exitCode, 56, viaCurl.stderr);
+  });
+
+  it('tunnel: a tunnel that carries no byte for https.idleTimeout is closed, and logged', async () => {
+    const answer = await openConnect(idleProxy.proxyAddress.port, `localhost:${open.port}`, { 'user-agent': BOT_UA });
+    assert.equal(answer.status, 200);
+    const openedAt = performance.now();
+    const text = await readToEnd(answer.socket, answer.head, 15_000);
+    const heldMs = performance.now() - openedAt;
+    assert.equal(text, '');
+    assert.ok(heldMs >= IDLE_TIMEOUT_MS - 50, `closed after ${heldMs.toFixed(0)} ms, before the idle timeout`);
+    const line = idleLogs.lines.filter((l) => l['event'] === 'tunnel-idle-timeout').at(-1);
+    assert.ok(line, 'a tunnel-idle-timeout line');
+    assert.equal(line['origin'], `https://localhost:${open.port}`);
+  });
+
+  it('tunnel: a tunnel in use outlives the idle timeout (activity resets it)', async () => {
+    const answer = await openConnect(idleProxy.proxyAddress.port, `localhost:${open.port}`, { 'user-agent': BOT_UA });
+    assert.equal(answer.status, 200);
+    const tlsSocket = await startClientTls(answer.socket, { ca: originCaPem, servername: 'localhost' });
+    let closed = false;
+    tlsSocket.once('close', () => (closed = true));
+    let received = '';
+    tlsSocket.on('data', (d: Buffer) => (received += d.toString()));
+    // Over 2.5 idle timeouts in all, never silent for more than half of one.
+    for (let i = 0; i < 6; i++) {
+      tlsSocket.write(`GET /page/busy-${i} HTTP/1.1\r\nhost: localhost:${open.port}\r\nuser-agent: ${BOT_UA}\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, IDLE_TIMEOUT_MS / 2));
+      assert.ok(received.includes(`page /page/busy-${i}`), `answer ${i} arrived`);
+      assert.equal(closed, false, `still open after request ${i}`);
+    }
+    tlsSocket.destroy();
   });
 });

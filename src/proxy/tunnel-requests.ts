@@ -1,0 +1,116 @@
+/**
+ * The HTTP server inside CONNECT tunnels, intercepted TLS and plain HTTP
+ * alike. It never listens: each tunnel hands it its socket with a
+ * {@link TunnelSession}. Every request and every Upgrade is bound to the
+ * tunnel's origin ({@link resolveTunnelRequest}: 400 for what cannot be
+ * parsed, 421 for another origin), then goes through the same pipeline (or
+ * Upgrade relay) as an absolute-form request to that origin.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { decideWithoutRobots } from '../policy/decide.js';
+import type { Decision } from '../policy/decision.js';
+import { guardRequest, guardSocketRequest, type BoundaryDeps } from './error-boundary.js';
+import { hasVisitedProxy } from './headers.js';
+import { refuseRequest, type RequestVia } from './own-answer.js';
+import type { RequestPipeline } from './pipeline.js';
+import { writeClientErrorResponse } from './raw-response.js';
+import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
+import type { UpgradeRelay } from './upgrade.js';
+
+/** One tunnel as the server inside it sees it. */
+export interface TunnelSession {
+  target: TunnelTarget;
+  /** `https`: TLS was terminated by the proxy; `http`: the client speaks plain HTTP in the tunnel. */
+  scheme: TunnelScheme;
+  /** Request heads (well-formed or not) received so far. */
+  requests: number;
+  /** Called when a request head arrives (well-formed or not). */
+  onRequestHead?: () => void;
+}
+
+/** Collaborators of {@link TunnelRequestServer}. */
+export interface TunnelRequestDeps extends BoundaryDeps {
+  pipeline: RequestPipeline;
+  upgrade: UpgradeRelay;
+  logger: Pick<Logger, 'warn' | 'error'>;
+  /** `Via` pseudonym of this instance (a request that already passed through it is a loop). */
+  viaPseudonym: string;
+}
+
+function viaOf(session: TunnelSession | undefined): 'https-intercepted' | 'http-tunnelled' {
+  return session?.scheme === 'http' ? 'http-tunnelled' : 'https-intercepted';
+}
+
+/** Parses and routes the requests inside tunnels (lifecycle: none of its own; sockets belong to the tunnels). */
+export class TunnelRequestServer {
+  private readonly server: http.Server;
+  private readonly sessions = new WeakMap<object, TunnelSession>();
+
+  constructor(private readonly deps: TunnelRequestDeps) {
+    this.server = http.createServer({ keepAliveTimeout: 5000 });
+    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      const via = viaOf(this.sessions.get(req.socket));
+      guardRequest(deps, { where: 'tunnel-request', via }, req, res, () => this.onRequest(req, res));
+    });
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // The server drops its own error listener from an upgraded socket.
+      socket.on('error', () => socket.destroy());
+      const via = viaOf(this.sessions.get(socket));
+      guardSocketRequest(deps, { where: 'tunnel-upgrade', via }, req, socket, () => this.onUpgrade(req, socket, head));
+    });
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      const session = this.sessions.get(socket);
+      this.noteRequestHead(session);
+      deps.logger.warn(
+        { event: 'tunnel-client-error', origin: session ? tunnelOrigin(session.target, session.scheme) : null, error: err.code ?? 'unparsable' },
+        'malformed request inside a CONNECT tunnel: answered 400',
+      );
+      writeClientErrorResponse(socket, err);
+    });
+  }
+
+  /** Serves the HTTP requests that arrive on `socket`, a tunnel described by `session`. */
+  serve(socket: Duplex, session: TunnelSession): void {
+    this.sessions.set(socket, session);
+    this.server.emit('connection', socket);
+  }
+
+  private noteRequestHead(session: TunnelSession | undefined): void {
+    if (!session) return;
+    session.requests += 1;
+    session.onRequestHead?.();
+  }
+
+  /** The request's absolute URL on the tunnel's origin, or the refusal (400 unparsable or a loop, 421 another origin). */
+  private bind(req: IncomingMessage, session: TunnelSession): URL | Decision {
+    const origin = tunnelOrigin(session.target, session.scheme);
+    if (hasVisitedProxy(req.headers, this.deps.viaPseudonym)) {
+      return decideWithoutRobots('bad-request', { origin, detail: 'the request already passed through this proxy (forwarding loop)' });
+    }
+    const bound = resolveTunnelRequest(session.target, session.scheme, req.url, req.headers.host);
+    if (bound instanceof URL) return bound;
+    return decideWithoutRobots(bound.reason, { origin, detail: bound.detail });
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const session = this.sessions.get(req.socket);
+    if (!session) return void res.destroy();
+    this.noteRequestHead(session);
+    const via = viaOf(session);
+    const bound = this.bind(req, session);
+    if (!(bound instanceof URL)) return refuseRequest(this.deps, req, res, bound, via);
+    await this.deps.pipeline.handle({ req, res, target: bound, via });
+  }
+
+  private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const session = this.sessions.get(socket);
+    if (!session) return void socket.destroy();
+    this.noteRequestHead(session);
+    const via = viaOf(session);
+    const bound = this.bind(req, session);
+    if (!(bound instanceof URL)) return this.deps.upgrade.refuse(req, socket, bound, { via });
+    await this.deps.upgrade.relay(req, socket, head, bound, via);
+  }
+}
