@@ -1,0 +1,153 @@
+/**
+ * The system clock's timers (src/clock.ts): never early, and a wait longer
+ * than Node's 32-bit timer limit is chained instead of overflowing (Node fires
+ * an overflowing setTimeout after 1 ms, and the clock would spin until due).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createSystemClock, MAX_TIMEOUT_MS, systemClock, type TimerPrimitives } from '../src/clock.js';
+
+/**
+ * Timer primitives on a virtual time line: records every setTimeout delay
+ * and setImmediate, and runs them only when the test says so.
+ */
+class RecordingTimers implements TimerPrimitives {
+  now = 1_000_000;
+  readonly timeoutDelays: number[] = [];
+  immediates = 0;
+  #queue: Array<{ atMs: number; fn: () => void; id: number; cleared: boolean }> = [];
+  #nextId = 1;
+
+  nowMs = (): number => this.now;
+  setTimeout = (fn: () => void, delayMs: number) => {
+    this.timeoutDelays.push(delayMs);
+    // Node fires an overflowing delay after 1 ms: so does this fake, to make overflow visible.
+    const effective = delayMs > MAX_TIMEOUT_MS || delayMs < 1 ? 1 : delayMs;
+    const entry = { atMs: this.now + effective, fn, id: this.#nextId++, cleared: false };
+    this.#queue.push(entry);
+    return { unref: () => entry };
+  };
+  clearTimeout = (handle: unknown): void => {
+    const entry = (handle as { unref(): { cleared: boolean } }).unref();
+    entry.cleared = true;
+  };
+  setImmediate = (fn: () => void): unknown => {
+    this.immediates++;
+    // One turn of the event loop takes a little time.
+    const entry = { atMs: this.now + 0.25, fn, id: this.#nextId++, cleared: false };
+    this.#queue.push(entry);
+    return entry;
+  };
+  clearImmediate = (handle: unknown): void => {
+    (handle as { cleared: boolean }).cleared = true;
+  };
+
+  /** Runs callbacks in time order up to `untilMs` (at most `maxSteps`), moving `now` to each. */
+  runUntil(untilMs: number, maxSteps = 10_000): void {
+    for (let step = 0; step < maxSteps; step++) {
+      this.#queue = this.#queue.filter((e) => !e.cleared);
+      this.#queue.sort((a, b) => a.atMs - b.atMs || a.id - b.id);
+      const next = this.#queue[0];
+      if (next === undefined || next.atMs > untilMs) break;
+      this.#queue.shift();
+      this.now = Math.max(this.now, next.atMs);
+      next.fn();
+    }
+    this.now = Math.max(this.now, untilMs);
+  }
+
+  get pending(): number {
+    return this.#queue.filter((e) => !e.cleared).length;
+  }
+}
+
+describe('createSystemClock', () => {
+  it('a wait longer than 2^31-1 ms is chained out of timers no longer than that, and fires when due', () => {
+    const timers = new RecordingTimers();
+    const clock = createSystemClock(timers);
+    const delayMs = 2_147_484_000; // Crawl-delay: 2147484 (seconds), in ms
+    let firedAtMs: number | undefined;
+    const start = timers.now;
+    clock.setTimer(() => (firedAtMs = timers.now), delayMs);
+    timers.runUntil(start + MAX_TIMEOUT_MS + 10);
+    assert.equal(firedAtMs, undefined, 'not fired after the first 2^31-1 ms');
+    timers.runUntil(start + delayMs + 5);
+    assert.ok(firedAtMs !== undefined && firedAtMs >= start + delayMs, `fired at +${(firedAtMs ?? 0) - start} ms`);
+    assert.ok(timers.timeoutDelays.every((d) => d <= MAX_TIMEOUT_MS), `delays ${timers.timeoutDelays.join(', ')}`);
+    assert.ok(timers.timeoutDelays.length <= 4, `a handful of timers, not a spin: ${timers.timeoutDelays.length}`);
+    assert.ok(timers.immediates <= 10, `${timers.immediates} immediates`);
+  });
+
+  it('an infinite wait never fires and re-arms once per 2^31-1 ms', () => {
+    const timers = new RecordingTimers();
+    const clock = createSystemClock(timers);
+    let fired = false;
+    clock.setTimer(() => (fired = true), Infinity);
+    timers.runUntil(timers.now + 5 * MAX_TIMEOUT_MS);
+    assert.equal(fired, false);
+    assert.ok(timers.timeoutDelays.length >= 5 && timers.timeoutDelays.length <= 7, `${timers.timeoutDelays.length} timers`);
+    assert.ok(timers.timeoutDelays.every((d) => d === MAX_TIMEOUT_MS));
+    assert.equal(timers.immediates, 0);
+  });
+
+  for (const delayMs of [NaN, -5, 0]) {
+    it(`a delay of ${delayMs} fires at once`, () => {
+      const timers = new RecordingTimers();
+      const clock = createSystemClock(timers);
+      let fired = false;
+      clock.setTimer(() => (fired = true), delayMs);
+      timers.runUntil(timers.now + 2);
+      assert.equal(fired, true);
+      assert.ok(timers.timeoutDelays.every((d) => Number.isFinite(d) && d >= 0));
+    });
+  }
+
+  it('a timer cleared in the middle of a chain never fires and leaves nothing pending', () => {
+    const timers = new RecordingTimers();
+    const clock = createSystemClock(timers);
+    let fired = false;
+    const handle = clock.setTimer(() => (fired = true), 3 * MAX_TIMEOUT_MS);
+    timers.runUntil(timers.now + MAX_TIMEOUT_MS + 1);
+    clock.clearTimer(handle);
+    timers.runUntil(timers.now + 4 * MAX_TIMEOUT_MS);
+    assert.equal(fired, false);
+    assert.equal(timers.pending, 0);
+  });
+
+  it('a short timer is never early', () => {
+    const timers = new RecordingTimers();
+    const clock = createSystemClock(timers);
+    let firedAtMs: number | undefined;
+    const start = timers.now;
+    clock.setTimer(() => (firedAtMs = timers.now), 50);
+    timers.runUntil(start + 100);
+    assert.ok(firedAtMs !== undefined && firedAtMs >= start + 50, `fired at +${(firedAtMs ?? 0) - start}`);
+  });
+});
+
+describe('systemClock (real timers)', () => {
+  it('a timer past the 32-bit limit neither fires early nor burns the CPU', async () => {
+    let fired = false;
+    const handle = systemClock.setTimer(() => (fired = true), MAX_TIMEOUT_MS + 5_000);
+    const cpuBefore = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const cpu = process.cpuUsage(cpuBefore);
+    systemClock.clearTimer(handle);
+    assert.equal(fired, false);
+    // A spinning clock (setImmediate until due) uses about all of the 300 ms; an idle one almost none.
+    // A loaded machine can only lower a spin's share, never raise an idle one's.
+    assert.ok(cpu.user + cpu.system < 150_000, `${(cpu.user + cpu.system) / 1000} ms of CPU in 300 ms`);
+  });
+
+  it('fires a short timer no earlier than asked', async () => {
+    const start = systemClock.nowMs();
+    const firedAt = await new Promise<number>((resolve) => {
+      const keepAlive = setTimeout(() => undefined, 1000);
+      systemClock.setTimer(() => {
+        clearTimeout(keepAlive);
+        resolve(systemClock.nowMs());
+      }, 20);
+    });
+    assert.ok(firedAt - start >= 20, `${firedAt - start} ms`);
+  });
+});
