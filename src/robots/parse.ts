@@ -16,8 +16,20 @@ export const DEFAULT_MAX_ROBOTS_BYTES = 500 * 1024;
  */
 export const MAX_LINE_OCTETS = 2083 * 8 - 1;
 
-/** Warnings kept per file; a garbage body must not cost unbounded memory. */
+/** Line warnings kept per file; a garbage body must not cost unbounded memory (the rest are counted). */
 const MAX_WARNINGS = 100;
+
+/** Longest message of a warning, chars: a quoted value is cut so that 100 warnings stay small. */
+const MAX_WARNING_CHARS = 240;
+
+/** Octets of a value quoted in a warning; the rest is elided. */
+const MAX_QUOTED_OCTETS = 64;
+
+/**
+ * Default ceiling of a crawl-delay, seconds (24 h): the proxy's `pacing.maxCrawlDelay` default.
+ * A longer or infinite crawl-delay is clamped to the ceiling, never dropped.
+ */
+export const DEFAULT_MAX_CRAWL_DELAY_SECONDS = 86_400;
 
 /** Options of {@link parseRobotsTxt}. */
 export interface ParseOptions {
@@ -26,6 +38,14 @@ export interface ParseOptions {
    * A line cut by the limit is dropped whole. @default 512000 (500 KiB, RFC 9309 §2.5)
    */
   maxBytes?: number;
+  /**
+   * Longest crawl-delay recorded, seconds (finite, > 0; another value gives the default). A larger value, or an
+   * infinite one (`inf`, `Infinity`, a number too large for a double), is
+   * recorded as this ceiling with a `crawl-delay-clamped` warning: the site
+   * asked for the most restraint, so it is never dropped. The same ceiling
+   * bounds the interval a `request-rate` implies. @default 86400 (24 h)
+   */
+  maxCrawlDelaySeconds?: number;
 }
 
 type Directive = 'user-agent' | 'allow' | 'disallow' | 'sitemap' | 'crawl-delay' | 'request-rate' | 'unknown';
@@ -42,12 +62,21 @@ type Directive = 'user-agent' | 'allow' | 'disallow' | 'sitemap' | 'crawl-delay'
  * - Groups (§2.2.1): `user-agent` lines open a group; the group is closed by
  *   the first `user-agent` line after an `allow`/`disallow`. Blank lines,
  *   comments, sitemaps and unknown lines do not end a group.
- * - `crawl-delay` (extension, §2.2.4): decimal seconds, fractions included.
+ * - `crawl-delay` (extension, §2.2.4): decimal seconds, fractions and an
+ *   exponent included (`10`, `0.5`, `1e3`), or infinite (`inf`, `Infinity`),
+ *   as Python's `float()` reads it (Protego, Scrapy's parser); values above
+ *   `maxCrawlDelaySeconds` are clamped to it with a warning. A negative, NaN
+ *   or unparsable value is ignored with an `invalid-crawl-delay` warning (as
+ *   urllib.robotparser ignores it: no crawler waits a negative time).
  *   It does not end a group either (so the rules stay the reference's), but
  *   it applies only to the `user-agent` lines just before it: in
  *   `User-agent: A / Crawl-delay: 5 / User-agent: B / Disallow: /x`, A and B
  *   share `Disallow: /x` and only A has the 5 s delay;
- *   `request-rate` (extension, not in RFC 9309): `n/seconds[smh]`.
+ *   `request-rate` (extension, not in RFC 9309): `n/seconds[smhd]`; the
+ *   interval it implies (seconds / n) is clamped to `maxCrawlDelaySeconds`.
+ * - Warnings: at most 100 line warnings are kept (then one
+ *   `too-many-warnings` counts the rest); whole-body warnings (`truncated`,
+ *   `looks-like-html`, `looks-binary`) are always kept.
  *
  * Pure; never throws.
  */
@@ -59,9 +88,11 @@ export function parseRobotsTxt(body: Uint8Array | string, options: ParseOptions 
   // latin1: one char per octet, so pattern lengths are octet counts (§2.2.2).
   const text = Buffer.from(parsedBytes.buffer, parsedBytes.byteOffset, parsedBytes.byteLength).toString('latin1');
 
-  const builder = new RobotsBuilder();
+  const ceiling = options.maxCrawlDelaySeconds;
+  const builder = new RobotsBuilder(ceiling !== undefined && Number.isFinite(ceiling) && ceiling > 0 ? ceiling : DEFAULT_MAX_CRAWL_DELAY_SECONDS);
   let lineNumber = 0;
   let start = skipBom(text);
+  noteBodyKind(builder, text, start);
   const n = text.length;
   let i = start;
   while (i < n) {
@@ -75,8 +106,39 @@ export function parseRobotsTxt(body: Uint8Array | string, options: ParseOptions 
   }
   // The last line: dropped when the limit cut it, since its end is unknown.
   if (!truncated || start === n) builder.line(++lineNumber, text, start, n);
-  if (truncated) builder.warn(lineNumber, 'truncated', `robots.txt is longer than ${maxBytes} bytes; the rest is ignored (RFC 9309 §2.5)`);
+  if (truncated) builder.note(lineNumber, 'truncated', `robots.txt is longer than ${maxBytes} bytes; the rest is ignored (RFC 9309 §2.5)`);
   return builder.finish(lineNumber, parsedBytes.length, truncated);
+}
+
+/** Chars of the body's start inspected for HTML or binary content. */
+const SNIFF_CHARS = 1024;
+
+/** An HTML or XML document's first tag: no robots.txt line starts so. */
+const MARKUP_START = /^<(?:!doctype|\?xml|!--|(?:html|head|body|title|meta|link|script|style|div|span|p|a|br|hr|h[1-6]|table|center|iframe|form)[\s>/])/i;
+/** A line of the first {@link SNIFF_CHARS} that opens an HTML page (one after a PHP notice, say). */
+const HTML_LINE = /(?:^|[\r\n])[ \t]*<(?:!doctype\s+html|html[\s>]|head>|body[\s>])/i;
+
+/**
+ * Adds the whole-body warnings: `looks-like-html` when the body is an HTML
+ * (or XML) page, as a soft 404 or a login page served for /robots.txt is;
+ * `looks-binary` when its start holds NUL or many control octets (an image,
+ * a compressed body, UTF-16). Either way the body is still read as robots.txt
+ * (its lines that are not records are ignored, as the reference does).
+ */
+function noteBodyKind(builder: RobotsBuilder, text: string, start: number): void {
+  const head = text.slice(start, start + SNIFF_CHARS);
+  const trimmed = head.replace(/^[\s]+/, '');
+  if (MARKUP_START.test(trimmed) || HTML_LINE.test(head)) {
+    builder.note(0, 'looks-like-html', 'the body looks like an HTML or XML page, not a robots.txt; only its lines that are robots.txt records count');
+  }
+  let controls = 0;
+  for (let i = 0; i < head.length; i++) {
+    const c = head.charCodeAt(i);
+    if (c === 0 || (c < 0x20 && !isSpace(c)) || c === 0x7f) controls++;
+  }
+  if (controls > 0 && (head.includes('\0') || controls * 32 > head.length)) {
+    builder.note(0, 'looks-binary', `the body looks binary (${controls} control octets in its first ${head.length}); a NUL ends a line's content`);
+  }
 }
 
 /** Index after a UTF-8 BOM, or after the part of one the body starts with. */
@@ -113,10 +175,12 @@ function classifyKey(key: string): Directive {
   return 'unknown';
 }
 
-/** Decimal seconds: `10`, `0.05`, `.5`, `2.`; anything else is invalid. */
-const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
-/** `1/5`, `1/5s`, `3/1m`, `10/1h` (extension). */
-const RATE = /^(\d+)\s*\/\s*(\d+(?:\.\d+)?)\s*([smh]?)\b/i;
+/** A decimal number, sign, fraction and exponent optional: `10`, `0.05`, `.5`, `2.`, `1e3`, `+5`, `-1`. */
+const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
+/** Infinity, spelt as Python's `float()` (and C's `strtod`) accept it. */
+const INFINITE = /^[+-]?inf(?:inity)?$/i;
+/** `1/5`, `1/5s`, `3/1m`, `10/1h`, `1/1d` (extension). */
+const RATE = /^(\d+)\s*\/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\b/i;
 
 /** Accumulates lines into groups. One instance per parse. */
 class RobotsBuilder {
@@ -130,9 +194,27 @@ class RobotsBuilder {
   private runTokens: string[] = [];
   /** True while the previous record was a user-agent line (the run is still growing). */
   private isRunOpen = false;
+  /** Line warnings kept so far, and those past {@link MAX_WARNINGS} that were only counted. */
+  private lineWarnings = 0;
+  private droppedWarnings = 0;
 
+  /** @param maxCrawlDelaySeconds the crawl-delay ceiling (see {@link ParseOptions}). */
+  constructor(private readonly maxCrawlDelaySeconds: number) {}
+
+  /** Records a warning about one line; past {@link MAX_WARNINGS} of them, only counts it. */
   warn(line: number, code: string, message: string): void {
-    if (this.warnings.length < MAX_WARNINGS) this.warnings.push({ line, code, message });
+    if (this.lineWarnings >= MAX_WARNINGS) {
+      this.droppedWarnings++;
+      return;
+    }
+    this.lineWarnings++;
+    this.note(line, code, message);
+  }
+
+  /** Records a warning about the whole body (few per file): always kept. */
+  note(line: number, code: string, message: string): void {
+    const text = message.length > MAX_WARNING_CHARS ? `${message.slice(0, MAX_WARNING_CHARS - 1)}…` : message;
+    this.warnings.push({ line, code, message: text });
   }
 
   /** Parses one line, `text[start, end)`, and records it. */
@@ -200,8 +282,12 @@ class RobotsBuilder {
         return;
       case 'crawl-delay': {
         if (this.current === undefined) return this.warn(line, 'rule-outside-group', 'crawl-delay before any user-agent line is ignored');
-        const seconds = DECIMAL.test(value) ? Number(value) : NaN;
-        if (!Number.isFinite(seconds)) return this.warn(line, 'invalid-crawl-delay', `crawl-delay "${utf8(value)}" is not a non-negative decimal number of seconds`);
+        let seconds = parseSeconds(value);
+        if (!(seconds >= 0)) return this.warn(line, 'invalid-crawl-delay', `crawl-delay "${shown(value)}" is not a non-negative number of seconds; ignored`);
+        if (seconds > this.maxCrawlDelaySeconds) {
+          this.warn(line, 'crawl-delay-clamped', `crawl-delay "${shown(value)}" is longer than the ${this.maxCrawlDelaySeconds} s ceiling; ${this.maxCrawlDelaySeconds} s applies`);
+          seconds = this.maxCrawlDelaySeconds;
+        }
         this.current.crawlDelaySeconds = Math.max(this.current.crawlDelaySeconds ?? 0, seconds);
         for (const token of this.runTokens) {
           this.current.crawlDelayByToken.set(token, Math.max(this.current.crawlDelayByToken.get(token) ?? 0, seconds));
@@ -211,16 +297,23 @@ class RobotsBuilder {
       case 'request-rate': {
         if (this.current === undefined) return this.warn(line, 'rule-outside-group', 'request-rate before any user-agent line is ignored');
         const rate = parseRequestRate(value);
-        if (rate === undefined) return this.warn(line, 'invalid-request-rate', `request-rate "${utf8(value)}" is not of the form n/seconds`);
+        if (rate === undefined) return this.warn(line, 'invalid-request-rate', `request-rate "${shown(value)}" is not of the form n/seconds with n >= 1 and seconds > 0; ignored`);
+        // One request per more than the ceiling: clamp the period, as for crawl-delay.
+        if (!(rate.seconds / rate.requests <= this.maxCrawlDelaySeconds)) {
+          this.warn(line, 'request-rate-clamped', `request-rate "${shown(value)}" asks for more than ${this.maxCrawlDelaySeconds} s per request; 1/${this.maxCrawlDelaySeconds} applies`);
+          this.current.requestRate ??= { requests: 1, seconds: this.maxCrawlDelaySeconds };
+          return;
+        }
         this.current.requestRate ??= rate;
         return;
       }
       case 'unknown':
-        return this.warn(line, 'unknown-directive', `unknown directive "${utf8(key)}" ignored`);
+        return this.warn(line, 'unknown-directive', `unknown directive "${shown(key)}" ignored`);
     }
   }
 
   finish(lineCount: number, bytesParsed: number, truncated: boolean): RobotsTxt {
+    if (this.droppedWarnings > 0) this.note(0, 'too-many-warnings', `${this.droppedWarnings} more line warnings were not kept (at most ${MAX_WARNINGS} are)`);
     return {
       groups: this.groups,
       groupsByToken: mergeGroups(this.groups),
@@ -247,14 +340,32 @@ export function productTokenOf(value: string): string {
   return leadingName(value);
 }
 
-/** Parses `n/seconds` with an optional `s`, `m` or `h` unit (extension, not in RFC 9309). */
+/**
+ * Seconds from a crawl-delay value: a decimal number (sign, fraction and
+ * exponent allowed; too large for a double gives Infinity) or an infinity.
+ * @returns the number (possibly negative or infinite), or NaN when the value is not a number.
+ */
+function parseSeconds(value: string): number {
+  if (NUMBER.test(value)) return Number(value);
+  if (INFINITE.test(value)) return value.startsWith('-') ? -Infinity : Infinity;
+  return NaN;
+}
+
+/** Units of a request-rate period, in seconds. */
+const RATE_UNIT_SECONDS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 3600, d: 86_400 };
+
+/**
+ * Parses `n/seconds` with an optional `s`, `m`, `h` or `d` unit (extension, not in RFC 9309).
+ * @returns undefined unless `n` is a finite integer >= 1 and the period is > 0 (possibly
+ *   infinite: the caller clamps it); a rate with more requests than a double holds allows
+ *   anything, so ignoring it loses no restraint.
+ */
 function parseRequestRate(value: string): RequestRate | undefined {
   const m = RATE.exec(value);
   if (m === null) return undefined;
   const requests = Number(m[1]);
-  const unit = (m[3] ?? '').toLowerCase();
-  const seconds = Number(m[2]) * (unit === 'm' ? 60 : unit === 'h' ? 3600 : 1);
-  if (!(requests > 0) || !(seconds > 0) || !Number.isFinite(seconds)) return undefined;
+  const seconds = Number(m[2]) * (RATE_UNIT_SECONDS[(m[3] ?? '').toLowerCase()] ?? 1);
+  if (!Number.isFinite(requests) || !(requests >= 1) || !(seconds > 0)) return undefined;
   return { requests, seconds };
 }
 
@@ -295,6 +406,11 @@ function findSpace(s: string, from: number): number {
     if (c === 0x20 || c === 0x09) return i;
   }
   return -1;
+}
+
+/** An octet string for a warning message: its first {@link MAX_QUOTED_OCTETS} octets as UTF-8, `…` when cut. */
+function shown(octets: string): string {
+  return octets.length > MAX_QUOTED_OCTETS ? `${utf8(octets.slice(0, MAX_QUOTED_OCTETS))}…` : utf8(octets);
 }
 
 /** Decodes an octet string as UTF-8 for display (invalid sequences become U+FFFD). */

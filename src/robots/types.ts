@@ -28,7 +28,11 @@ export interface Rule {
   line: number;
 }
 
-/** Request-rate extension (not in RFC 9309): `requests` per `seconds`. */
+/**
+ * Request-rate extension (not in RFC 9309): `requests` per `seconds`; both finite,
+ * `requests` an integer >= 1, `seconds / requests` at most the parse's crawl-delay ceiling.
+ * Parsed and shown, not used for pacing (only crawl-delay is).
+ */
 export interface RequestRate {
   requests: number;
   seconds: number;
@@ -46,7 +50,10 @@ export interface Group {
    */
   productTokens: string[];
   rules: Rule[];
-  /** Largest crawl-delay in the group, seconds, fractions allowed (extension, §2.2.4); undefined when absent or invalid. */
+  /**
+   * Largest crawl-delay in the group, seconds, fractions allowed (extension, §2.2.4); undefined when
+   * absent or invalid. Always finite: a longer or infinite value is clamped to the parse's ceiling.
+   */
   crawlDelaySeconds: number | undefined;
   /**
    * Crawl-delay in seconds per lower-cased product token of the group. A
@@ -81,8 +88,14 @@ export interface MergedGroup {
 
 /** A non-fatal observation made while parsing (unknown directive, bad crawl-delay, ...). */
 export interface ParseWarning {
+  /** 1-based line the warning is about; 0 when it is about the whole body. */
   line: number;
-  /** Stable code, e.g. `invalid-crawl-delay`, `unknown-directive`, `rule-outside-group`, `line-too-long`, `truncated`. */
+  /**
+   * Stable code. About one line: `invalid-line`, `invalid-user-agent`, `rule-outside-group`,
+   * `unknown-directive`, `line-too-long`, `invalid-crawl-delay` (ignored), `crawl-delay-clamped`
+   * (longer than the ceiling, which applies), `invalid-request-rate`, `request-rate-clamped`.
+   * About the body: `truncated`, `looks-like-html`, `looks-binary`, `too-many-warnings`.
+   */
   code: string;
   message: string;
 }

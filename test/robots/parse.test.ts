@@ -108,27 +108,70 @@ describe('parseRobotsTxt: lenient reading of real files', () => {
 });
 
 describe('parseRobotsTxt: crawl-delay and request-rate (extensions, §2.2.4)', () => {
-  const cases: Array<[string, number | undefined]> = [
-    ['10', 10],
-    ['0.05', 0.05],
-    ['.5', 0.5],
-    ['2.5', 2.5],
-    ['2.', 2],
-    ['-1', undefined],
-    ['[5]', undefined],
-    ['1e3', undefined],
-    ['Infinity', undefined],
-    ['NaN', undefined],
-    ['5 seconds', undefined],
-    ['', undefined],
+  const DAY_S = 86_400;
+  // [value, recorded seconds, warning code]: every value the file asks for is honoured up to the
+  // ceiling (default 24 h); a longer or infinite one is clamped to it, never dropped (issue 7).
+  const cases: Array<[string, number | undefined, string | undefined]> = [
+    ['10', 10, undefined],
+    ['0.05', 0.05, undefined],
+    ['.5', 0.5, undefined],
+    ['2.5', 2.5, undefined],
+    ['2.', 2, undefined],
+    ['0', 0, undefined],
+    ['+7', 7, undefined],
+    ['1e3', 1000, undefined],
+    ['86400', DAY_S, undefined],
+    ['2' + '0'.repeat(305), DAY_S, 'crawl-delay-clamped'],
+    ['1' + '0'.repeat(400), DAY_S, 'crawl-delay-clamped'],
+    ['2147484', DAY_S, 'crawl-delay-clamped'],
+    ['1000000000000000000000', DAY_S, 'crawl-delay-clamped'],
+    ['1e300', DAY_S, 'crawl-delay-clamped'],
+    ['1e999', DAY_S, 'crawl-delay-clamped'],
+    ['Infinity', DAY_S, 'crawl-delay-clamped'],
+    ['inf', DAY_S, 'crawl-delay-clamped'],
+    ['INF', DAY_S, 'crawl-delay-clamped'],
+    ['86400.001', DAY_S, 'crawl-delay-clamped'],
+    ['-1', undefined, 'invalid-crawl-delay'],
+    ['-inf', undefined, 'invalid-crawl-delay'],
+    ['[5]', undefined, 'invalid-crawl-delay'],
+    ['NaN', undefined, 'invalid-crawl-delay'],
+    ['5 seconds', undefined, 'invalid-crawl-delay'],
+    ['1,5', undefined, 'invalid-crawl-delay'],
+    ['0x10', undefined, 'invalid-crawl-delay'],
+    ['', undefined, 'invalid-crawl-delay'],
   ];
-  for (const [value, expected] of cases) {
-    it(`Crawl-delay: ${JSON.stringify(value)} -> ${expected}`, () => {
+  for (const [value, expected, code] of cases) {
+    it(`Crawl-delay: ${JSON.stringify(value.length > 24 ? `${value.slice(0, 24)}…` : value)} -> ${expected}`, () => {
       const robots = parseRobotsTxt(`User-agent: a\nCrawl-delay: ${value}\n`);
       assert.equal(robots.groupsByToken.get('a')?.crawlDelaySeconds, expected);
-      if (expected === undefined) assert.ok(robots.warnings.some((w) => w.code === 'invalid-crawl-delay' && w.line === 2));
+      assert.deepEqual(robots.warnings.map((w) => [w.line, w.code]), code === undefined ? [] : [[2, code]]);
     });
   }
+
+  it('a ceiling that is not a finite positive number gives the default one', () => {
+    for (const maxCrawlDelaySeconds of [NaN, 0, -1, Infinity]) {
+      assert.equal(parseRobotsTxt('User-agent: a\nCrawl-delay: inf\n', { maxCrawlDelaySeconds }).groupsByToken.get('a')?.crawlDelaySeconds, DAY_S);
+    }
+  });
+
+  it('clamps to the ceiling it is given, and says so with the value as written', () => {
+    const robots = parseRobotsTxt('User-agent: a\nCrawl-delay: 7200\nUser-agent: b\nCrawl-delay: 30\n', { maxCrawlDelaySeconds: 3600 });
+    assert.equal(robots.groupsByToken.get('a')?.crawlDelaySeconds, 3600);
+    assert.equal(robots.groupsByToken.get('b')?.crawlDelaySeconds, 30);
+    assert.equal(robots.warnings.length, 1);
+    assert.match(robots.warnings[0]!.message, /"7200".*3600 s/);
+  });
+
+  it('a clamped crawl-delay still wins the merge as the largest', () => {
+    const robots = parseRobotsTxt('User-agent: a\nCrawl-delay: 5\nDisallow: /x\n\nUser-agent: a\nCrawl-delay: inf\n');
+    assert.equal(robots.groupsByToken.get('a')?.crawlDelaySeconds, DAY_S);
+  });
+
+  it('quotes a huge value in its warning only in part', () => {
+    const robots = parseRobotsTxt(`User-agent: a\nCrawl-delay: ${'9'.repeat(10_000)}\nCrawl-delay: x${'y'.repeat(10_000)}\n`);
+    assert.deepEqual(robots.warnings.map((w) => w.code), ['crawl-delay-clamped', 'invalid-crawl-delay']);
+    for (const w of robots.warnings) assert.ok(w.message.length <= 240, `${w.message.length} chars`);
+  });
 
   it('applies a crawl-delay to the user-agent lines just before it, rules to the whole group', () => {
     const robots = parseRobotsTxt('User-agent: a\nCrawl-delay: 5\n\nUser-agent: b\nUser-agent: c\nCrawl-delay: 0.5\n\nUser-agent: d\nDisallow: /x\nCrawl-delay: 2\n');
@@ -143,8 +186,34 @@ describe('parseRobotsTxt: crawl-delay and request-rate (extensions, §2.2.4)', (
   it('parses Request-rate n/seconds with units', () => {
     assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 1/5\n', 'a')?.requestRate, { requests: 1, seconds: 5 });
     assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 3/1m\n', 'a')?.requestRate, { requests: 3, seconds: 60 });
+    assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 10/1h\n', 'a')?.requestRate, { requests: 10, seconds: 3600 });
     assert.equal(groupFor('User-agent: a\nRequest-rate: 0/5\n', 'a')?.requestRate, undefined);
   });
+
+  // [value, recorded rate, warning code]: the interval a rate implies is clamped like a crawl-delay;
+  // a rate that allows anything (0 s, more requests than a double holds) is ignored, which loses no restraint.
+  const rates: Array<[string, { requests: number; seconds: number } | undefined, string | undefined]> = [
+    ['1/100000000', { requests: 1, seconds: 86_400 }, 'request-rate-clamped'],
+    [`1${'0'.repeat(300)}/${'9'.repeat(400)}`, { requests: 1, seconds: 86_400 }, 'request-rate-clamped'],
+    ['3/1000000', { requests: 1, seconds: 86_400 }, 'request-rate-clamped'],
+    [`1/${'9'.repeat(400)}`, { requests: 1, seconds: 86_400 }, 'request-rate-clamped'],
+    ['2/2d', { requests: 2, seconds: 172_800 }, undefined],
+    ['1/2d', { requests: 1, seconds: 86_400 }, 'request-rate-clamped'],
+    [`${'9'.repeat(400)}/1`, undefined, 'invalid-request-rate'],
+    ['1/0', undefined, 'invalid-request-rate'],
+    ['-1/5', undefined, 'invalid-request-rate'],
+    ['1/-5', undefined, 'invalid-request-rate'],
+    ['NaN/NaN', undefined, 'invalid-request-rate'],
+    ['1/1e400', undefined, 'invalid-request-rate'],
+    ['inf/inf', undefined, 'invalid-request-rate'],
+  ];
+  for (const [value, expected, code] of rates) {
+    it(`Request-rate: ${JSON.stringify(value.length > 24 ? `${value.slice(0, 24)}…` : value)} -> ${JSON.stringify(expected)}`, () => {
+      const robots = parseRobotsTxt(`User-agent: a\nRequest-rate: ${value}\n`);
+      assert.deepEqual(robots.groupsByToken.get('a')?.requestRate, expected);
+      assert.deepEqual(robots.warnings.map((w) => [w.line, w.code]), code === undefined ? [] : [[2, code]]);
+    });
+  }
 });
 
 describe('parseRobotsTxt: limits and hostile input', () => {
@@ -174,8 +243,54 @@ describe('parseRobotsTxt: limits and hostile input', () => {
     assert.equal(latin1.groupsByToken.get('a')?.rules[0]?.pattern, '/caf%E9');
   });
 
-  it('bounds warnings on garbage', () => {
+  it('bounds warnings on garbage, and counts the ones not kept', () => {
     const robots = parseRobotsTxt('nonsense line here\n'.repeat(10_000));
-    assert.ok(robots.warnings.length <= 100);
+    assert.equal(robots.warnings.length, 101);
+    assert.deepEqual(robots.warnings.at(-1), { line: 0, code: 'too-many-warnings', message: '9900 more line warnings were not kept (at most 100 are)' });
+  });
+
+  it('keeps the truncation warning however many line warnings came first', () => {
+    const robots = parseRobotsTxt('?\n'.repeat(10_000), { maxBytes: 10_000 });
+    assert.equal(robots.truncated, true);
+    assert.deepEqual(robots.warnings.slice(-2).map((w) => w.code), ['truncated', 'too-many-warnings']);
+  });
+
+  it('bounds each warning: a 16 KiB unknown key is quoted in part', () => {
+    const robots = parseRobotsTxt(`${'k'.repeat(16_000)}: v\nUser-agent: ${'!'.repeat(16_000)}\n`);
+    assert.deepEqual(robots.warnings.map((w) => w.code), ['unknown-directive', 'invalid-user-agent']);
+    for (const w of robots.warnings) assert.ok(w.message.length <= 240, `${w.code}: ${w.message.length} chars`);
+  });
+});
+
+describe('parseRobotsTxt: a body that is not a robots.txt', () => {
+  const codes = (body: string | Uint8Array): string[] => parseRobotsTxt(body).warnings.filter((w) => w.line === 0).map((w) => w.code);
+
+  const html: Array<[string, string]> = [
+    ['a doctype', '<!DOCTYPE html>\n<html><head><title>404</title></head><body>Not found</body></html>\n'],
+    ['upper-case tags after blank lines and a BOM', '\ufeff\n\n  <HTML><HEAD><TITLE>x</TITLE></HEAD></HTML>'],
+    ['a bare head', '<HEAD>\n<TITLE>mail</TITLE>\n'],
+    ['a div soup', '<div style="display: none;"><a href="https://x.example/">x</a></div>\nUser-agent: *\nDisallow: /\n'],
+    ['XHTML', '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0//EN" "x">\n<html>'],
+    ['a PHP notice before the page', 'Warning: session_start() failed in /var/www/x.php\n<html><body>Error</body></html>'],
+  ];
+  for (const [label, body] of html) {
+    it(`warns looks-like-html for ${label}`, () => assert.deepEqual(codes(body), ['looks-like-html']));
+  }
+
+  it('still reads the records of an HTML body (the reference does), so its rules apply', () => {
+    const robots = parseRobotsTxt('<div>hacked</div>\nUser-agent: *\nDisallow: /private\n');
+    assert.equal(evaluate(robots, ['bot'], '/private/x').allowed, false);
+  });
+
+  it('does not warn for a robots.txt that mentions tags in comments or paths', () => {
+    assert.deepEqual(codes('# <html> pages are fine\nUser-agent: *\nDisallow: /<script>\nDisallow: /a</div>\n'), []);
+    assert.deepEqual(codes('User-agent: *\nDisallow:\n'), []);
+  });
+
+  it('warns looks-binary for NUL bytes, images and UTF-16, not for Latin-1 text', () => {
+    assert.deepEqual(codes(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])), ['looks-binary']);
+    assert.deepEqual(codes(Buffer.from('\ufeffUser-agent: *\nDisallow: /\n', 'utf16le')), ['looks-binary']);
+    assert.deepEqual(codes(Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)), ['looks-binary']);
+    assert.deepEqual(codes(Buffer.from('User-agent: a\nDisallow: /caf\xe9\n', 'latin1')), []);
   });
 });
