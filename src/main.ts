@@ -104,6 +104,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     minTtlMs: config.robots.minTtlMs,
     errorRetryMs: config.robots.errorRetryMs,
     errorRetryMaxMs: config.robots.errorRetryMaxMs,
+    retryAfterCapMs: config.pacing.maxRetryAfterMs,
+    maxCrawlDelayMs: config.pacing.maxCrawlDelayMs,
     maxBytes: config.robots.maxBytes,
     maxRedirects: config.robots.maxRedirects,
     timeoutMs: config.robots.timeoutMs,

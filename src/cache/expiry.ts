@@ -4,6 +4,7 @@
  * ceiling, and the retry delay after a failed fetch (exponential backoff).
  * Pure: no clock, no timers.
  */
+import { parseRetryAfter } from '../pacing/index.js';
 
 /** Bounds of a cached robots.txt's lifetime. */
 export interface LifetimeLimits {
@@ -56,6 +57,32 @@ export function freshLifetimeMs(cacheControl: HeaderValue, age: HeaderValue, lim
 export function retryDelayMs(errorRetryMs: number, errorRetryMaxMs: number, consecutiveFailures: number): number {
   const doublings = Math.min(Math.max(0, Math.floor(consecutiveFailures)), 52);
   return Math.max(errorRetryMs, Math.min(errorRetryMaxMs, errorRetryMs * 2 ** doublings));
+}
+
+/** Settings of {@link unreachableRetryMs}, ms. */
+export interface UnreachableRetrySettings {
+  /** First retry delay; doubles per earlier consecutive failure... */
+  errorRetryMs: number;
+  /** ...up to this. */
+  errorRetryMaxMs: number;
+  /** Cap on the wait a `Retry-After` asks for (`pacing.maxRetryAfter`). */
+  retryAfterCapMs: number;
+}
+
+/**
+ * Delay before fetching an unreachable robots.txt again, ms: the
+ * {@link retryDelayMs} backoff, or the origin's `Retry-After` (RFC 9110
+ * §10.2.3; seconds or HTTP-date) capped at `retryAfterCapMs` when that is
+ * later. An origin that answers 429 or 503 with `Retry-After` is never asked
+ * again before it said (within the cap); an invalid or past one leaves the backoff.
+ * @param retryAfter the 429/503's `Retry-After` value, if any.
+ * @param nowMs the current time, ms since the epoch (for an HTTP-date).
+ * @returns ms, finite and >= `errorRetryMs`. Never throws.
+ */
+export function unreachableRetryMs(settings: UnreachableRetrySettings, consecutiveFailures: number, retryAfter: string | undefined, nowMs: number): number {
+  const backoffMs = retryDelayMs(settings.errorRetryMs, settings.errorRetryMaxMs, consecutiveFailures);
+  const askedMs = parseRetryAfter(retryAfter, nowMs);
+  return askedMs === undefined ? backoffMs : Math.max(backoffMs, Math.min(askedMs, settings.retryAfterCapMs));
 }
 
 /**

@@ -10,9 +10,9 @@ import { systemClock, type Clock } from '../clock.js';
 import { InvalidTargetError } from '../errors.js';
 import type { SnapshotInfo } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
-import { DEFAULT_MAX_ROBOTS_BYTES, parseRobotsTxt } from '../robots/index.js';
+import { DEFAULT_MAX_CRAWL_DELAY_SECONDS, DEFAULT_MAX_ROBOTS_BYTES, parseRobotsTxt } from '../robots/index.js';
 import { ACCEPTED_ENCODINGS, createDecoders, readBodyUpTo } from './body-reader.js';
-import { freshLifetimeMs, retryDelayMs } from './expiry.js';
+import { freshLifetimeMs, unreachableRetryMs } from './expiry.js';
 
 /** Options of {@link RobotsFetcher}. Defaults match `robots.*` in config/default.yaml. */
 export interface RobotsFetcherOptions {
@@ -26,6 +26,13 @@ export interface RobotsFetcherOptions {
   errorRetryMs?: number;
   /** Ceiling of that doubling, ms. @default 1_800_000 (30 min) */
   errorRetryMaxMs?: number;
+  /**
+   * Cap on the wait a 429/503's `Retry-After` asks for before robots.txt is fetched again, ms
+   * (`pacing.maxRetryAfter`). @default 600_000 (10 min)
+   */
+  retryAfterCapMs?: number;
+  /** Crawl-delay ceiling handed to the parser, ms (`pacing.maxCrawlDelay`). @default 86_400_000 (24 h) */
+  maxCrawlDelayMs?: number;
   /** Decoded body bytes parsed; the rest is not read (RFC 9309 §2.5 asks for at least 500 KiB). @default 512_000 */
   maxBytes?: number;
   /** Redirects followed, to any host and scheme; one more -> unavailable (RFC 9309 §2.3.1.2). @default 5 */
@@ -67,7 +74,7 @@ const ERROR_CODE_NAMES: Readonly<Record<string, string>> = {
 type Outcome =
   | { state: 'ok'; status: number; headers: Dispatcher.ResponseData['headers']; body: Buffer }
   | { state: 'unavailable'; status: number; headers: Dispatcher.ResponseData['headers']; error: string | undefined }
-  | { state: 'unreachable'; status: number | undefined; error: string | undefined };
+  | { state: 'unreachable'; status: number | undefined; error: string | undefined; retryAfter?: string | undefined };
 
 /**
  * Creates an undici `Agent` whose TLS connections trust Node's bundled root
@@ -90,7 +97,7 @@ export function createRobotsAgent(options: { ca?: string[]; connectTimeoutMs?: n
  * | 301/302/303/307/308 | followed (relative `Location` resolved, any host, http<->https) | |
  * | more than `maxRedirects` redirects | `unavailable`, error `too-many-redirects` (§2.3.1.2) | Cache-Control, in [minTtl, ttl] |
  * | 4xx except 429 | `unavailable`: allow all (§2.3.1.3) | Cache-Control, in [minTtl, ttl] |
- * | 429, 5xx | `unreachable`: disallow all (§2.3.1.4); `error` undefined, `status` says it | errorRetry backoff |
+ * | 429, 5xx | `unreachable`: disallow all (§2.3.1.4); `error` undefined, `status` says it | errorRetry backoff; a 429/503's `Retry-After`, capped at `retryAfterCapMs`, when later |
  * | timeout, connection or TLS error | `unreachable`, error = code (`timeout`, `ECONNREFUSED`, `ETIMEDOUT`, cert code...) | errorRetry backoff |
  * | redirect without a usable http(s) `Location` | `unreachable`, error `bad-redirect` | errorRetry backoff |
  * | other 1xx/3xx | `unreachable`, error `unexpected-status` | errorRetry backoff |
@@ -114,6 +121,8 @@ export class RobotsFetcher {
       minTtlMs: Math.min(options.minTtlMs ?? 60_000, options.ttlMs ?? 86_400_000),
       errorRetryMs: options.errorRetryMs ?? 60_000,
       errorRetryMaxMs: options.errorRetryMaxMs ?? 1_800_000,
+      retryAfterCapMs: options.retryAfterCapMs ?? 600_000,
+      maxCrawlDelayMs: options.maxCrawlDelayMs ?? DEFAULT_MAX_CRAWL_DELAY_SECONDS * 1000,
       maxBytes: options.maxBytes ?? DEFAULT_MAX_ROBOTS_BYTES,
       maxRedirects: options.maxRedirects ?? 5,
       timeoutMs: options.timeoutMs ?? 10_000,
@@ -172,7 +181,8 @@ export class RobotsFetcher {
         current = target;
         continue;
       }
-      if (status === 429 || status >= 500) return { state: 'unreachable', status, error: undefined };
+      if (status === 429 || status === 503) return { state: 'unreachable', status, error: undefined, retryAfter: firstValue(response.headers['retry-after']) };
+      if (status >= 500) return { state: 'unreachable', status, error: undefined };
       if (status >= 400) return { state: 'unavailable', status, headers: response.headers, error: undefined };
       return { state: 'unreachable', status, error: 'unexpected-status' };
     }
@@ -190,10 +200,11 @@ export class RobotsFetcher {
   }
 
   #snapshotOf(url: string, outcome: Outcome, nowMs: number, consecutiveFailures: number): RobotsSnapshot {
-    const { ttlMs, minTtlMs, errorRetryMs, errorRetryMaxMs, maxBytes } = this.#options;
+    const { ttlMs, minTtlMs, errorRetryMs, errorRetryMaxMs, retryAfterCapMs, maxBytes, maxCrawlDelayMs } = this.#options;
     const base = { url, status: outcome.status, fetchedAtMs: nowMs, bytes: 0, truncated: false };
     if (outcome.state === 'unreachable') {
-      const expiresAtMs = nowMs + retryDelayMs(errorRetryMs, errorRetryMaxMs, consecutiveFailures);
+      const retry = { errorRetryMs, errorRetryMaxMs, retryAfterCapMs };
+      const expiresAtMs = nowMs + unreachableRetryMs(retry, consecutiveFailures, outcome.retryAfter, nowMs);
       return { info: { ...base, state: 'unreachable', error: outcome.error, expiresAtMs }, robots: null };
     }
     const lifetimeMs = freshLifetimeMs(outcome.headers['cache-control'], outcome.headers.age, { ttlMs, minTtlMs });
@@ -201,7 +212,7 @@ export class RobotsFetcher {
     if (outcome.state === 'unavailable') {
       return { info: { ...base, state: 'unavailable', error: outcome.error, expiresAtMs }, robots: null };
     }
-    const robots = parseRobotsTxt(outcome.body, { maxBytes });
+    const robots = parseRobotsTxt(outcome.body, { maxBytes, maxCrawlDelaySeconds: maxCrawlDelayMs / 1000 });
     const info: SnapshotInfo = {
       ...base,
       state: 'ok',
@@ -240,6 +251,11 @@ function redirectTargetOf(base: URL, location: string | string[] | undefined): U
   } catch {
     return undefined;
   }
+}
+
+/** The first value of a header that may repeat. */
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /** Reads a little of an unwanted body so the connection can be reused, then drops it; errors are irrelevant. */

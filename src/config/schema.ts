@@ -101,6 +101,8 @@ const pacingShape = {
   backoff: duration(1).prefault('1s'),
   maxBackoff: duration(1).optional(),
   maxRetryAfter: duration(SECOND_MS).prefault('10m'),
+  // Above Node's 24.8-day timer limit on purpose: pacing timers are chained (src/clock.ts).
+  maxCrawlDelay: duration(SECOND_MS, 30 * DAY_MS).prefault('24h'),
 };
 
 const upstreamShape = {
@@ -161,6 +163,7 @@ const pacingSchema = section(pacingShape).transform((p, ctx): PacingConfig => {
     backoffMs: p.backoff,
     maxBackoffMs: p.maxBackoff ?? Math.max(5 * MINUTE_MS, p.backoff),
     maxRetryAfterMs: p.maxRetryAfter,
+    maxCrawlDelayMs: p.maxCrawlDelay,
   };
 });
 

@@ -75,8 +75,17 @@ export interface PacingConfig {
   readonly backoffMs: number;
   /** Ceiling of that backoff, ms; at least `backoffMs`. @default 300_000 */
   readonly maxBackoffMs: number;
-  /** Cap on an upstream Retry-After pause (seconds or HTTP-date), ms. @default 600_000 */
+  /**
+   * Cap on a Retry-After pause, ms: an upstream 429/503's pause of the origin, and the wait
+   * before robots.txt is fetched again after a 429/503 with Retry-After. @default 600_000
+   */
   readonly maxRetryAfterMs: number;
+  /**
+   * Ceiling of a robots.txt Crawl-delay (and of the interval a Request-rate implies), ms,
+   * 1 s..30 d. A longer or infinite crawl-delay is clamped to it, never ignored; the file's
+   * value shows in the robots snapshot's warnings. @default 86_400_000 (24 h)
+   */
+  readonly maxCrawlDelayMs: number;
 }
 
 /** Forwarding to the target origin. */

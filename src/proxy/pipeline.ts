@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
-import type { Pacer, Refusal, Slot } from '../pacing/index.js';
+import { crawlDelayMsOf, type Pacer, type Refusal, type Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
@@ -151,11 +151,14 @@ export class RequestPipeline {
     return { refusal: refusal.reason };
   }
 
-  /** The delay before this request may start, ms: its group's crawl-delay raised to the operator minimums. */
+  /**
+   * The delay before this request may start, ms: its group's crawl-delay, clamped to
+   * `pacing.maxCrawlDelay`, raised to the operator minimums. Always finite.
+   */
   private delayFor(decision: Decision): { delayMs: number; maxConcurrency: number | undefined } {
     const { pacing } = this.deps.config;
     const override = resolveHostOverride(this.deps.config, decision.origin);
-    const crawlDelayMs = decision.crawlDelaySeconds === null ? 0 : Math.round(decision.crawlDelaySeconds * 1000);
+    const crawlDelayMs = crawlDelayMsOf(decision.crawlDelaySeconds, pacing.maxCrawlDelayMs);
     const delayMs = Math.max(crawlDelayMs, override?.minDelayMs ?? pacing.minDelayMs);
     return { delayMs, maxConcurrency: override?.maxConcurrency };
   }

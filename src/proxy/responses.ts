@@ -45,11 +45,32 @@ export function statusFor(decision: Decision): number {
   }
 }
 
-/** Seconds a client should wait before retrying, for 429 and 503; undefined for other statuses. */
+/**
+ * Largest `Retry-After` the proxy writes, seconds (2^31 - 1, about 68 years):
+ * RFC 9111 §1.2.2 lets a recipient take a larger delta-seconds as 2^31 anyway,
+ * and every value up to it prints as plain digits.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 2_147_483_647;
+
+/**
+ * A wait as `delay-seconds` (RFC 9110 §10.2.3: `1*DIGIT`): rounded up to a
+ * whole number of seconds, at least 1, at most {@link MAX_RETRY_AFTER_SECONDS};
+ * NaN or infinite gives the maximum. Never an exponent (`1e+21`), a fraction
+ * or a sign. Pure; never throws.
+ */
+export function toDelaySeconds(seconds: number): number {
+  if (!(seconds < MAX_RETRY_AFTER_SECONDS)) return MAX_RETRY_AFTER_SECONDS;
+  return Math.max(1, Math.ceil(seconds));
+}
+
+/**
+ * Seconds a client should wait before retrying, for 429 and 503 (see {@link toDelaySeconds});
+ * undefined for other statuses.
+ */
 export function retryAfterSecondsFor(decision: Decision, nowMs: number): number | undefined {
-  if (decision.reason === 'queue-full') return Math.max(1, decision.pacing?.retryAfterSeconds ?? 1);
+  if (decision.reason === 'queue-full') return toDelaySeconds(decision.pacing?.retryAfterSeconds ?? 1);
   if (decision.reason === 'robots-unreachable' && decision.snapshot) {
-    return Math.max(1, Math.ceil((decision.snapshot.expiresAtMs - nowMs) / 1000));
+    return toDelaySeconds((decision.snapshot.expiresAtMs - nowMs) / 1000);
   }
   return undefined;
 }

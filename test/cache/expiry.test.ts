@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshLifetimeMs, retryDelayMs } from '../../src/cache/expiry.js';
+import { freshLifetimeMs, retryDelayMs, unreachableRetryMs } from '../../src/cache/expiry.js';
 
 const LIMITS = { ttlMs: 86_400_000, minTtlMs: 60_000 };
 
@@ -40,4 +40,25 @@ describe('retryDelayMs', () => {
     assert.equal(retryDelayMs(60_000, 1_000, 3), 60_000);
     assert.equal(retryDelayMs(60_000, 1_800_000, -1), 60_000);
   });
+});
+
+describe('unreachableRetryMs: a 429/503 Retry-After on robots.txt (RFC 9110 §10.2.3)', () => {
+  const NOW_MS = Date.UTC(2026, 0, 15, 12, 0, 0);
+  const settings = { errorRetryMs: 2_000, errorRetryMaxMs: 1_800_000, retryAfterCapMs: 600_000 };
+  const cases: Array<[string, string | undefined, number, number]> = [
+    ['no Retry-After: the backoff', undefined, 0, 2_000],
+    ['no Retry-After, third failure: the doubled backoff', undefined, 2, 8_000],
+    ['Retry-After: 10 beats errorRetry 2s', '10', 0, 10_000],
+    ['Retry-After: 10 on the third failure: the doubled backoff is later', '10', 3, 16_000],
+    ['Retry-After: 1 is earlier than the backoff: the backoff', '1', 0, 2_000],
+    ['Retry-After: 3600 capped at maxRetryAfter', '3600', 0, 600_000],
+    ['Retry-After as an HTTP-date 90 s ahead', new Date(NOW_MS + 90_000).toUTCString(), 0, 90_000],
+    ['an HTTP-date in the past: the backoff', new Date(NOW_MS - 90_000).toUTCString(), 0, 2_000],
+    ['a huge delay-seconds: the cap', '1' + '0'.repeat(400), 0, 600_000],
+    ['garbage: the backoff', 'soon', 0, 2_000],
+    ['a fraction is invalid: the backoff', '10.5', 0, 2_000],
+  ];
+  for (const [label, retryAfter, failures, expected] of cases) {
+    it(label, () => assert.equal(unreachableRetryMs(settings, failures, retryAfter, NOW_MS), expected));
+  }
 });

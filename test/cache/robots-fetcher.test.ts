@@ -103,6 +103,40 @@ describe('RobotsFetcher status mapping (RFC 9309 §2.3.1)', () => {
     });
   }
 
+  for (const status of [429, 503]) {
+    it(`${status} with Retry-After: not fetched again before it (capped by retryAfterCapMs)`, async () => {
+      const o = await origin(answer(status, '', { 'retry-after': '3600' }));
+      const asked = await fetcher({ errorRetryMs: 2_000, retryAfterCapMs: 7_200_000 }).fetch(o.origin);
+      assert.equal(asked.info.state, 'unreachable');
+      assert.equal(asked.info.expiresAtMs, NOW_MS + 3_600_000);
+      const capped = await fetcher({ errorRetryMs: 2_000 }).fetch(o.origin);
+      assert.equal(capped.info.expiresAtMs, NOW_MS + 600_000, 'the default cap, pacing.maxRetryAfter 10m');
+    });
+  }
+
+  it('503 with an HTTP-date Retry-After, reached through a redirect', async () => {
+    const o = await origin((req, res) => {
+      if (req.url === '/robots.txt') return answer(301, '', { location: '/moved.txt' })(req, res);
+      answer(503, '', { 'retry-after': new Date(NOW_MS + 120_000).toUTCString() })(req, res);
+    });
+    const snapshot = await fetcher({ errorRetryMs: 2_000 }).fetch(o.origin);
+    assert.equal(snapshot.info.status, 503);
+    assert.equal(snapshot.info.expiresAtMs, NOW_MS + 120_000);
+  });
+
+  it('500 with Retry-After keeps the errorRetry backoff (Retry-After is read on 429 and 503)', async () => {
+    const o = await origin(answer(500, '', { 'retry-after': '3600' }));
+    const snapshot = await fetcher({ errorRetryMs: 2_000 }).fetch(o.origin);
+    assert.equal(snapshot.info.expiresAtMs, NOW_MS + 2_000);
+  });
+
+  it('parses with the crawl-delay ceiling it is given', async () => {
+    const o = await origin(answer(200, 'User-agent: *\nCrawl-delay: 1e300\n'));
+    const snapshot = await fetcher({ maxCrawlDelayMs: 3_600_000 }).fetch(o.origin);
+    assert.equal(snapshot.robots?.groupsByToken.get('*')?.crawlDelaySeconds, 3600);
+    assert.deepEqual(snapshot.robots?.warnings.map((w) => w.code), ['crawl-delay-clamped']);
+  });
+
   it('unreachable retries back off: doubling per earlier failure, capped', async () => {
     const o = await origin(answer(503));
     const f = fetcher();

@@ -168,6 +168,7 @@ describe('valid sample', () => {
         backoffMs: 2_000,
         maxBackoffMs: 60_000,
         maxRetryAfterMs: 3_600_000,
+        maxCrawlDelayMs: 7_200_000,
       },
       upstream: { timeoutMs: 45_000, connectTimeoutMs: 5_000, allowPrivateNetworks: true, caFile: 'test/fixtures/tls/upstream-ca.pem' },
       hosts: {

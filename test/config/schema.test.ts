@@ -39,6 +39,8 @@ describe('configSchema: values refused, with the key named', () => {
     [{ pacing: { window: 0 } }, 'pacing.window'],
     [{ pacing: { backoff: '10s', maxBackoff: '5s' } }, 'pacing.maxBackoff'],
     [{ pacing: { maxRetryAfter: '0' } }, 'pacing.maxRetryAfter'],
+    [{ pacing: { maxCrawlDelay: '500ms' } }, 'pacing.maxCrawlDelay'],
+    [{ pacing: { maxCrawlDelay: '721h' } }, 'pacing.maxCrawlDelay'],
     [{ upstream: { caFile: '' } }, 'upstream.caFile'],
     [{ https: { caKey: 'key.pem' } }, 'https.caKey'],
     [{ https: { mode: 'bump' } }, 'https.mode'],

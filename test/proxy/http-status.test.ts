@@ -252,3 +252,98 @@ describe('robots.txt expiry through the proxy (fake clock)', () => {
     assert.deepEqual(pageHits(origin), ['/page', '/page']);
   });
 });
+
+describe('robots.txt answered 429 or 503 with Retry-After (fake clock; issue 7 item 2)', () => {
+  const clock = new FakeClock();
+  const proxies: Proxy[] = [];
+  const origins: TestOrigin[] = [];
+
+  /** A site whose robots.txt answers `status` with `Retry-After: retryAfter` until `current.status` is changed. */
+  const overloadedSite = async (status: number, retryAfter: string) => {
+    const current = { status, body: '' };
+    const origin = await startSite((_req, res) => {
+      const headers: Record<string, string> = current.status === status ? { 'retry-after': retryAfter } : {};
+      answerWith(current.status, current.body, headers)(_req, res);
+    });
+    origins.push(origin);
+    return { origin, current };
+  };
+  const proxyWith = async (config: Record<string, unknown>): Promise<Proxy> => {
+    const proxy = await startTestProxy({ https: { mode: 'tunnel' }, ...config }, { clock });
+    proxies.push(proxy);
+    return proxy;
+  };
+
+  after(async () => {
+    await Promise.all(proxies.map((p) => p.close()));
+    await Promise.all(origins.map((o) => o.close()));
+  });
+
+  it('errorRetry 2s, 429 with Retry-After: 10: no robots.txt request before 10 s; each 503 says how long is left', async () => {
+    const proxy = await proxyWith({ robots: { errorRetry: '2s' } });
+    const { origin, current } = await overloadedSite(429, '10');
+    const retryAfters: string[] = [];
+    for (const stepMs of [0, 2_000, 4_000, 3_999]) {
+      await clock.advance(stepMs);
+      const r = await get(proxy, `${origin.url}/page`, true);
+      assertUnreachable(r);
+      retryAfters.push(String(r.headers['retry-after']));
+    }
+    assert.deepEqual(retryAfters, ['10', '8', '4', '1'], 'at 0 s, 2 s, 6 s and 9.999 s');
+    assert.equal(origin.robotsHits(), 1, 'robots.txt not asked again before its Retry-After');
+    current.status = 200;
+    current.body = 'User-agent: *\nDisallow: /private/\n';
+    await clock.advance(1);
+    const page = await get(proxy, `${origin.url}/page`);
+    assert.equal(page.status, 200, 'fetched again at 10 s, and allowed');
+    assert.equal(origin.robotsHits(), 2);
+    assert.deepEqual(pageHits(origin), ['/page']);
+  });
+
+  it('default config, 503 with Retry-After: 3600: not asked again at 60 s; capped at pacing.maxRetryAfter (10m)', async () => {
+    const proxy = await proxyWith({});
+    const { origin } = await overloadedSite(503, '3600');
+    const first = await get(proxy, `${origin.url}/a`, true);
+    assertUnreachable(first);
+    assert.equal(first.headers['retry-after'], '600');
+    await clock.advance(60_000);
+    const r = await get(proxy, `${origin.url}/a`, true);
+    assert.equal(r.headers['retry-after'], '540');
+    await clock.advance(600_000 - 60_000 - 1);
+    assertUnreachable(await get(proxy, `${origin.url}/a`, true));
+    assert.equal(origin.robotsHits(), 1);
+    await clock.advance(1);
+    assertUnreachable(await get(proxy, `${origin.url}/a`, true));
+    assert.equal(origin.robotsHits(), 2, 'asked again once the capped Retry-After passed');
+  });
+
+  it('a good snapshot kept while robots.txt answers 503 with Retry-After: 300 is not refetched before 300 s', async () => {
+    const proxy = await proxyWith({ robots: { ttl: '1h', errorRetry: '2s' } });
+    const { origin, current } = await overloadedSite(503, '300');
+    current.status = 200;
+    current.body = DISALLOW_PRIVATE;
+    assert.equal((await get(proxy, `${origin.url}/private/x`)).decision, 'deny; reason=rule-disallow');
+    current.status = 503;
+    await clock.advance(3_600_000);
+    assert.equal((await get(proxy, `${origin.url}/private/x`)).decision, 'deny; reason=rule-disallow', 'the kept rules');
+    assert.equal(origin.robotsHits(), 2);
+    await clock.advance(299_999);
+    assert.equal((await get(proxy, `${origin.url}/page`)).status, 200);
+    assert.equal(origin.robotsHits(), 2, 'not asked again before its Retry-After');
+    await clock.advance(1);
+    await get(proxy, `${origin.url}/page`);
+    assert.equal(origin.robotsHits(), 3);
+  });
+
+  it('pacing.maxRetryAfter 2h: Retry-After: 3600 is honoured in full, and clients are told 3600', async () => {
+    const proxy = await proxyWith({ pacing: { maxRetryAfter: '2h' } });
+    const { origin } = await overloadedSite(503, '3600');
+    assert.equal((await get(proxy, `${origin.url}/a`, true)).headers['retry-after'], '3600');
+    await clock.advance(3_600_000 - 1);
+    assertUnreachable(await get(proxy, `${origin.url}/a`, true));
+    assert.equal(origin.robotsHits(), 1);
+    await clock.advance(1);
+    await get(proxy, `${origin.url}/a`, true);
+    assert.equal(origin.robotsHits(), 2);
+  });
+});

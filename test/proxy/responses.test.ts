@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { renderProxyResponse, statusFor, decisionHeaderValue } from '../../src/proxy/responses.js';
+import { MAX_RETRY_AFTER_SECONDS, renderProxyResponse, statusFor, decisionHeaderValue, toDelaySeconds } from '../../src/proxy/responses.js';
 import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
 import { parseRobotsTxt } from '../../src/robots/index.js';
 import type { Decision } from '../../src/policy/decision.js';
@@ -46,6 +46,28 @@ describe('renderProxyResponse', () => {
     assert.equal(r.headers['retry-after'], '4');
     assert.match(r.body, /queue length: +7/);
     assert.match(r.body, /0\.5 s between requests/);
+  });
+
+  it('writes every Retry-After as delay-seconds (1*DIGIT), however long or broken the wait', () => {
+    for (const retryAfterSeconds of [1e21, Infinity, NaN, -5, 0.2, 86_400.5, 2 ** 40]) {
+      const d: Decision = { ...denied(), verdict: 'deny', reason: 'queue-full', pacing: { delayMs: 1, waitedMs: 0, queueLength: 1, retryAfterSeconds } };
+      const value = renderProxyResponse(d, { accept: undefined, nowMs }).headers['retry-after'];
+      assert.match(value ?? '', /^[1-9]\d*$/, `${retryAfterSeconds} -> ${value}`);
+      assert.ok(Number(value) <= MAX_RETRY_AFTER_SECONDS);
+    }
+    for (const expiresAtMs of [nowMs + 1e24, Infinity, NaN, nowMs - 10_000]) {
+      const d = decide({ info: { ...info, state: 'unreachable', status: 503, expiresAtMs }, robots: null }, { origin: 'http://a.example', pathAndQuery: '/', productTokens: [] });
+      const r = renderProxyResponse(d, { accept: 'application/json', nowMs });
+      assert.match(r.headers['retry-after'] ?? '', /^[1-9]\d*$/, `${expiresAtMs} -> ${r.headers['retry-after']}`);
+      assert.equal(JSON.parse(r.body).retryAfterSeconds, Number(r.headers['retry-after']));
+    }
+  });
+
+  it('toDelaySeconds rounds up to whole seconds within [1, 2^31-1]', () => {
+    assert.deepEqual(
+      [0, 0.001, 1, 1.2, 86_400, 1e21, Infinity, NaN, -1].map(toDelaySeconds),
+      [1, 1, 1, 2, 86_400, MAX_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, 1],
+    );
   });
 
   it('maps every refusal reason to its status', () => {
