@@ -12,10 +12,10 @@ import { createSecureContext, rootCertificates, type SecureContext } from 'node:
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type Config } from './config/index.js';
-import { RobotsCache, RobotsFetcher } from './cache/index.js';
+import { RobotsCache, RobotsFetcher, nextFetchAtMs } from './cache/index.js';
 import { Pacer } from './pacing/index.js';
 import { createLogger, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
-import { AdminServer } from './admin/index.js';
+import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
 import { TargetGuard, createGuardedConnector, createGuardedLookup } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
@@ -116,7 +116,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     fetch: async (origin, context) => {
       const snapshot = await fetcher.fetch(origin, context);
       metrics?.observeRobotsFetch(snapshot.info.state);
-      logger.info({ event: 'robots-fetch', origin, robots: snapshot.info }, 'robots.txt fetched');
+      // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
+      logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
       return snapshot;
     },
     clock,
@@ -188,7 +189,16 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     admin = new AdminServer({
       metrics,
       logger,
-      explain: async (url, userAgent) => (await pipeline.decideFor(new URL(url), userAgent)).decision,
+      explain: async (url, userAgent) => {
+        const target = new URL(url);
+        const { decision } = await pipeline.decideFor(target, userAgent);
+        const snapshot = decision.snapshot === null ? undefined : await robotsCache.peek(target.origin);
+        return { ...decision, robotsWarnings: snapshot?.robots?.warnings ?? [] };
+      },
+      robots: async (origin) => {
+        const snapshot = await robotsCache.peek(origin);
+        return snapshot === undefined ? undefined : describeRobotsSnapshot(origin, snapshot, nextFetchAtMs(snapshot));
+      },
       caCertPem: () => ca?.certPem,
       health: () => ({ ok: true }),
     });

@@ -1,6 +1,6 @@
 /**
- * The admin HTTP API: health, Prometheus metrics, `explain` and the CA
- * certificate download. Extension, not in RFC 9309.
+ * The admin HTTP API: health, Prometheus metrics, `explain`, an origin's
+ * robots snapshot and the CA certificate download. Extension, not in RFC 9309.
  *
  * Security: the admin listener has no authentication. It binds to loopback
  * by default (`admin.listen` in the config) and must stay off untrusted
@@ -12,7 +12,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Decision } from '../policy/decision.js';
+import type { ParseWarning } from '../robots/types.js';
 import type { ProxyMetrics } from '../audit/metrics.js';
+import type { RobotsView } from './robots-view.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /** What `/healthz` reports. */
@@ -22,6 +24,12 @@ export interface HealthReport {
   details?: object;
 }
 
+/** The `/explain` answer: the Decision, and the warnings of the robots.txt it was made with. */
+export type ExplainAnswer = Decision & {
+  /** Parse warnings of the origin's robots snapshot (ignored lines, clamped values, truncation, HTML body); [] when none or no file. */
+  robotsWarnings?: readonly ParseWarning[];
+};
+
 /** The collaborators of {@link AdminServer}. */
 export interface AdminServerOptions {
   metrics: ProxyMetrics;
@@ -30,7 +38,12 @@ export interface AdminServerOptions {
    * Decision the pipeline would reach (fetching robots.txt if needed), without
    * forwarding anything. Absent: `/explain` answers 404.
    */
-  explain?: (url: string, userAgent: string) => Promise<Decision>;
+  explain?: (url: string, userAgent: string) => Promise<ExplainAnswer>;
+  /**
+   * The view of the cached robots snapshot of `origin` (`scheme://host[:port]`, normalised),
+   * without fetching; undefined when the origin has none. Absent: `/robots` answers 404.
+   */
+  robots?: (origin: string) => Promise<RobotsView | undefined>;
   /** The proxy CA certificate, PEM, or undefined when there is none (HTTPS interception off). */
   caCertPem?: () => string | undefined;
   /** Readiness. Absent: always healthy. */
@@ -54,6 +67,10 @@ export type AdminErrorCode =
   | 'explain-unavailable'
   | 'explain-failed'
   | 'explain-timeout'
+  | 'missing-origin'
+  | 'bad-origin'
+  | 'not-cached'
+  | 'robots-unavailable'
   | 'metrics-failed'
   | 'internal-error';
 
@@ -76,6 +93,11 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  * - `GET /explain?url=<absolute http(s) URL>&ua=<User-Agent>`: 200 with the
  *   Decision as JSON; 400 `missing-url` / `bad-url`; `ua` absent means no User-Agent (`''`);
  *   504 `explain-timeout` past `explainTimeoutMs`;
+ *   the body carries `robotsWarnings`, the parse warnings of the robots.txt used;
+ * - `GET /robots?origin=<http(s) URL>`: 200 with the {@link RobotsView} of the
+ *   origin's cached robots snapshot (any path of the URL is ignored); 400
+ *   `missing-origin` / `bad-origin`; 404 `not-cached` when robots.txt has not
+ *   been fetched for it (it never fetches: `/explain` does);
  * - `GET /ca.pem`: 200 `application/x-pem-file`, or 404 when there is no CA;
  * - anything else: 404. A target longer than `maxUrlBytes`: 414.
  *
@@ -168,6 +190,9 @@ export class AdminServer {
       case '/explain':
         await this.#serveExplain(url.searchParams, res);
         return;
+      case '/robots':
+        await this.#serveRobots(url.searchParams, res);
+        return;
       case '/ca.pem':
         this.#serveCa(res);
         return;
@@ -207,16 +232,9 @@ export class AdminServer {
       sendError(res, 404, 'explain-unavailable', 'explain is not configured');
       return;
     }
-    const target = params.get('url');
-    if (target === null || target === '') {
-      sendError(res, 400, 'missing-url', 'give the absolute URL to explain as ?url=');
-      return;
-    }
-    if (!isAbsoluteHttpUrl(target)) {
-      sendError(res, 400, 'bad-url', 'url must be an absolute http: or https: URL');
-      return;
-    }
-    let decision: Decision | 'timeout';
+    const target = requireHttpUrl(params, 'url', res, ['missing-url', 'give the absolute URL to explain as ?url='], 'bad-url');
+    if (target === undefined) return;
+    let decision: ExplainAnswer | 'timeout';
     try {
       decision = await this.#withTimeout(explain(target, params.get('ua') ?? ''));
     } catch (err) {
@@ -233,6 +251,23 @@ export class AdminServer {
       return;
     }
     sendJson(res, 200, decision);
+  }
+
+  async #serveRobots(params: URLSearchParams, res: ServerResponse): Promise<void> {
+    const view = this.#options.robots;
+    if (!view) {
+      sendError(res, 404, 'robots-unavailable', 'the robots snapshot view is not configured');
+      return;
+    }
+    const origin = requireHttpUrl(params, 'origin', res, ['missing-origin', 'give the origin as ?origin=, e.g. ?origin=https://example.com'], 'bad-origin');
+    if (origin === undefined) return;
+    const normalised = new URL(origin).origin;
+    const answer = await view(normalised);
+    if (answer === undefined) {
+      sendError(res, 404, 'not-cached', `no robots snapshot for ${normalised} yet; GET /explain?url=${normalised}/ fetches it`);
+      return;
+    }
+    sendJson(res, 200, answer);
   }
 
   /** Resolves with `work`'s value, or `'timeout'` after `explainTimeoutMs`. */
@@ -253,6 +288,23 @@ export class AdminServer {
     }
     send(res, 200, 'application/x-pem-file', pem);
   }
+}
+
+/**
+ * The query parameter `name` when it is an absolute http(s) URL; otherwise answers 400
+ * (`missing` when absent or empty, `bad` when not such a URL) and returns undefined.
+ */
+function requireHttpUrl(params: URLSearchParams, name: string, res: ServerResponse, missing: [AdminErrorCode, string], bad: AdminErrorCode): string | undefined {
+  const value = params.get(name);
+  if (value === null || value === '') {
+    sendError(res, 400, missing[0], missing[1]);
+    return undefined;
+  }
+  if (!isAbsoluteHttpUrl(value)) {
+    sendError(res, 400, bad, `${name} must be an absolute http: or https: URL`);
+    return undefined;
+  }
+  return value;
 }
 
 /** True for a URL WHATWG can parse with scheme `http:` or `https:` and a host. */

@@ -6,6 +6,8 @@ import { createLogger } from '../../src/audit/logger.js';
 import { METRIC_NAME, ProxyMetrics } from '../../src/audit/metrics.js';
 import { InvalidTargetError } from '../../src/errors.js';
 import type { Decision } from '../../src/policy/decision.js';
+import { describeRobotsSnapshot } from '../../src/admin/robots-view.js';
+import { parseRobotsTxt } from '../../src/robots/index.js';
 import { CapturedLines, makeDecision, makeEntry } from '../audit/factories.js';
 
 const CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
@@ -166,6 +168,63 @@ describe('AdminServer with every collaborator', () => {
     assert.equal(json(reply).error, 'uri-too-long');
     const justUnder = await send(port, `/nope?${'a'.repeat(8000)}`);
     assert.equal(justUnder.status, 404);
+  });
+});
+
+describe('AdminServer GET /robots?origin=', () => {
+  const info = { url: 'https://example.test/robots.txt', state: 'ok' as const, status: 200, error: undefined, fetchedAtMs: 1_700_000_000_000, expiresAtMs: 1_700_086_400_000, bytes: 60, truncated: false };
+  const robots = parseRobotsTxt('User-agent: *\nCrawl-delay: inf\nDisallow: /private\nFoo: bar\n');
+  const asked: string[] = [];
+  let server: AdminServer;
+  let port: number;
+
+  before(async () => {
+    ({ server, port } = await start({
+      robots: async (origin) => {
+        asked.push(origin);
+        if (origin === 'https://boom.test') throw new Error('boom');
+        return origin === 'https://example.test' ? describeRobotsSnapshot(origin, { info, robots, lastFailure: null }, info.expiresAtMs) : undefined;
+      },
+    }));
+  });
+  after(() => server.close());
+
+  it('answers the snapshot view of the origin, normalised from any URL of it', async () => {
+    const reply = await send(port, `/robots?origin=${encodeURIComponent('HTTPS://Example.TEST:443/some/path?q')}`);
+    assert.equal(reply.status, 200);
+    const body = json(reply);
+    assert.equal(asked.at(-1), 'https://example.test');
+    assert.equal(body['origin'], 'https://example.test');
+    assert.deepEqual(body['crawlDelays'], { '*': 86_400 });
+    assert.deepEqual((body['warnings'] as Array<{ code: string }>).map((w) => w.code), ['crawl-delay-clamped', 'unknown-directive']);
+    assert.deepEqual(body['snapshot'], JSON.parse(JSON.stringify(info)));
+  });
+
+  it('answers 404 not-cached for an origin never fetched, 400 without or with a bad origin', async () => {
+    const missing = await send(port, `/robots?origin=${encodeURIComponent('http://other.test')}`);
+    assert.equal(missing.status, 404);
+    assert.equal(json(missing).error, 'not-cached');
+    assert.match(String(json(missing).message), /\/explain\?url=http:\/\/other\.test\//);
+    const calls = asked.length;
+    for (const [query, code] of [['', 'missing-origin'], ['?origin=', 'missing-origin'], ['?origin=example.test', 'bad-origin'], ['?origin=ftp%3A%2F%2Fexample.test', 'bad-origin']] as const) {
+      const reply = await send(port, `/robots${query}`);
+      assert.equal(reply.status, 400, query);
+      assert.equal(json(reply).error, code, query);
+    }
+    assert.equal(asked.length, calls, 'a bad request never reaches the cache');
+  });
+
+  it('answers 500 when the view fails, and 404 robots-unavailable without one', async () => {
+    const failed = await send(port, `/robots?origin=${encodeURIComponent('https://boom.test')}`);
+    assert.equal(failed.status, 500);
+    const { server: bare, port: barePort } = await start();
+    try {
+      const reply = await send(barePort, `/robots?origin=${encodeURIComponent('https://example.test')}`);
+      assert.equal(reply.status, 404);
+      assert.equal(json(reply).error, 'robots-unavailable');
+    } finally {
+      await bare.close();
+    }
   });
 });
 
