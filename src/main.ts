@@ -5,6 +5,7 @@
  * with port 0).
  */
 import { readFileSync } from 'node:fs';
+import type { lookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { Agent } from 'undici';
@@ -17,7 +18,7 @@ import { Pacer } from './pacing/index.js';
 import { createLogger, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
-import { TargetGuard, createGuardedConnector, createGuardedLookup } from './proxy/target-guard.js';
+import { TargetGuard } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
 import { RequestPipeline } from './proxy/pipeline.js';
 import { ConnectHandler } from './proxy/connect.js';
@@ -53,6 +54,8 @@ export interface RunningProxy {
 export interface StartOptions {
   clock?: Clock;
   logger?: Logger;
+  /** Resolves host names for the target guard, `dns.lookup`'s signature (tests map names to loopback). @default dns.lookup */
+  resolve?: typeof lookup;
   /** Time a client has, from the 200 answer to a CONNECT, to complete its TLS handshake, ms (intercept mode). @default 10000 */
   handshakeTimeoutMs?: number;
 }
@@ -85,14 +88,13 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ level: config.log.level });
   const extraCaPems = readExtraCas(config);
-  const lookup = createGuardedLookup(config.upstream.allowPrivateNetworks);
-  const guard = new TargetGuard(config.upstream.allowPrivateNetworks);
+  const guard = new TargetGuard({ allowPrivate: config.upstream.allowPrivateNetworks, ...(options.resolve ? { resolve: options.resolve } : {}) });
   const viaPseudonym = makeViaPseudonym();
 
   // Built once: a `ca` option would rebuild the trust store (~20 ms) for every upstream TLS connection.
   const upstreamTls: SecureContext | undefined = extraCaPems.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...extraCaPems] }) : undefined;
   const robotsAgent = new Agent({
-    connect: createGuardedConnector(config.upstream.allowPrivateNetworks, {
+    connect: guard.connector({
       timeout: config.upstream.connectTimeoutMs,
       ...(upstreamTls ? { secureContext: upstreamTls } : {}),
     }),
@@ -143,7 +145,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     timeoutMs: config.upstream.timeoutMs,
     ...(upstreamTls ? { secureContext: upstreamTls } : {}),
-    lookup,
+    createConnector: (connectOptions) => guard.connector(connectOptions),
   });
 
   let ca: CaMaterial | undefined;
@@ -163,7 +165,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     metrics?.observe(entry);
   };
 
-  const upgrade = new UpgradeRelay({ clock, onFinished, lookup, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
+  const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
   const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished });
   upgrade.setPipeline(pipeline);
   const connect = new ConnectHandler({
@@ -174,7 +176,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     clock,
     logger,
     onFinished,
-    lookup,
+    guard,
     viaPseudonym,
     idleTimeoutMs: config.https.idleTimeoutMs,
     connectTimeoutMs: config.upstream.connectTimeoutMs,
@@ -182,6 +184,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   });
   const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished });
   const proxyAddress = await proxy.listen(config.listen.host, config.listen.port);
+  guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
 
   let admin: AdminServer | undefined;
   let adminAddress: AddressInfo | undefined;
@@ -205,6 +208,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     try {
       adminAddress = await admin.listen(config.admin.host, config.admin.port);
       proxy.protectAddress(adminAddress);
+      guard.setOwnListeners([proxyAddress, adminAddress].map((a) => ({ host: a.address, port: a.port })));
     } catch (err) {
       await proxy.close();
       throw err;

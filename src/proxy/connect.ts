@@ -11,7 +11,7 @@
  *   or the tunnel is idle for `https.idleTimeout`.
  */
 import type { IncomingMessage } from 'node:http';
-import net, { type LookupFunction } from 'node:net';
+import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -25,6 +25,7 @@ import { renderProxyResponse } from './responses.js';
 import { writeRawResponse } from './raw-response.js';
 import { targetsOwnListener } from './loop-guard.js';
 import type { UpgradeRelay } from './upgrade.js';
+import type { TargetGuard } from './target-guard.js';
 import { guardSocketRequest } from './error-boundary.js';
 import { ownAnswerEntry } from './own-answer.js';
 import { parseConnectTarget, tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
@@ -43,8 +44,8 @@ export interface ConnectDeps {
   clock: Clock;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   onFinished: (entry: AccessEntry) => void;
-  /** DNS lookup for tunnel-mode connections (the private-network guard). */
-  lookup: LookupFunction;
+  /** Opens tunnel-mode connections; the target guard judges the address and port each one uses. */
+  guard: Pick<TargetGuard, 'connect'>;
   /** `Via` pseudonym of this instance (loops through tunnels). */
   viaPseudonym: string;
   /** A tunnel with no byte in either direction for this long is closed, ms (`https.idleTimeout`). */
@@ -129,7 +130,7 @@ export class ConnectHandler {
     }
     const { slot } = waited;
     if (socket.destroyed) return void slot.release();
-    const upstream = net.connect({ host: target.hostname.replace(/^\[|\]$/g, ''), port: target.port, lookup: this.deps.lookup });
+    const upstream = this.deps.guard.connect(target.hostname, target.port);
     upstream.setTimeout(this.deps.connectTimeoutMs, () => {
       if (upstream.connecting) upstream.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
     });

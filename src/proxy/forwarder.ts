@@ -8,9 +8,8 @@
 import type { ServerResponse } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { LookupFunction } from 'node:net';
 import type { SecureContext } from 'node:tls';
-import { Pool, type Dispatcher } from 'undici';
+import { Pool, buildConnector, type Dispatcher } from 'undici';
 import { LRUCache } from 'lru-cache';
 
 /** Options of {@link UpstreamForwarder}. Durations in ms. */
@@ -21,8 +20,12 @@ export interface ForwarderOptions {
   timeoutMs: number;
   /** TLS trust for https upstreams (system CAs plus `upstream.caFile`), built once; undefined: Node's defaults. */
   secureContext?: SecureContext;
-  /** DNS lookup used for every connection (the private-network guard). */
-  lookup?: LookupFunction;
+  /**
+   * Builds the connector of each origin's pool from its connect options
+   * (timeout, TLS trust): the target guard's, which judges the address every
+   * connection uses. @default undici's `buildConnector`
+   */
+  createConnector?: (options: buildConnector.BuildOptions) => buildConnector.connector;
   /** Origins with an open pool at once (LRU; the least recently used pool is closed). @default 1000 */
   maxOrigins?: number;
   /** Connections per origin pool. @default 64 */
@@ -163,11 +166,10 @@ export class UpstreamForwarder {
         pipelining: 1,
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,
-        connect: {
+        connect: (this.options.createConnector ?? buildConnector)({
           timeout: this.options.connectTimeoutMs,
           ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
-          ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
-        },
+        } as buildConnector.BuildOptions),
       });
       this.pools.set(origin, pool);
     }

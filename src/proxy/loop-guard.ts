@@ -1,58 +1,80 @@
 /**
- * Forwarding-loop detection: does a target reach one of the proxy's own
- * listeners? Used for absolute-form requests, Upgrade and CONNECT alike.
+ * Forwarding-loop detection: does a connection to an address and port reach
+ * one of this process's own listeners (the proxy, the admin API)? The target
+ * guard asks it for every address a connection is about to use (requests,
+ * robots.txt fetches and their redirects, Upgrades, tunnel-mode CONNECTs), so
+ * a host alias of loopback, a DNS answer or a redirect cannot reach them.
  */
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { embeddedIpv4 } from './target-guard.js';
+import ipaddr from 'ipaddr.js';
+
+/** A listener of this process, as bound (`server.address()`: an IP address and a port). */
+export interface OwnListener {
+  host: string;
+  port: number;
+}
 
 /**
- * A target host as a connection would use it: brackets and a trailing dot
- * dropped, lower case, IPv4-mapped IPv6 (`::ffff:7f00:1`) as its IPv4 address.
+ * `address` (an IP literal, brackets and a zone allowed) in one spelling:
+ * lower case, IPv4-mapped IPv6 (`::ffff:7f00:1`) as its IPv4 address, no zone.
+ * @returns undefined when `address` is not an IP literal.
  */
-function connectedHost(hostname: string): string {
+export function canonicalAddress(address: string): string | undefined {
+  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  if (isIP(bare) === 0) return undefined;
+  try {
+    return ipaddr.process(bare.replace(/%.*$/, '')).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+function isUnspecified(canonical: string): boolean {
+  return canonical === '0.0.0.0' || canonical === '::';
+}
+
+/** True when a canonical address is this machine's: loopback, unspecified, or an interface's address. */
+function isLocalAddress(canonical: string): boolean {
+  if (isUnspecified(canonical) || canonical === '::1' || (isIP(canonical) === 4 && canonical.startsWith('127.'))) return true;
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (canonicalAddress(a.address) === canonical) return true;
+  }
+  return false;
+}
+
+/**
+ * True when a connection to `address`:`port` reaches `listener`. `address` is
+ * the IP a connection uses (after DNS). A listener on `0.0.0.0` or `::` is
+ * reached through every local address (all of 127/8, `::1` and each
+ * interface's); a connection to `0.0.0.0` or `::` reaches this machine, so
+ * every listener on that port. Never throws.
+ */
+export function reachesListener(address: string, port: number, listener: OwnListener): boolean {
+  if (port !== listener.port) return false;
+  const target = canonicalAddress(address);
+  const bound = canonicalAddress(listener.host);
+  if (target === undefined || bound === undefined) return false;
+  if (target === bound || isUnspecified(target)) return true;
+  // A listener on 0.0.0.0 takes no IPv6 connection, but judging it like `::` costs only a refusal of the
+  // same port on another local socket, and keeps one rule for both.
+  return isUnspecified(bound) && isLocalAddress(target);
+}
+
+/** True when a connection to `address`:`port` reaches any of `listeners`. Never throws. */
+export function reachesOwnListener(address: string, port: number, listeners: readonly OwnListener[]): boolean {
+  return listeners.some((listener) => reachesListener(address, port, listener));
+}
+
+/**
+ * A quick check by the target's host as written, before any DNS: true when
+ * `hostname` (as in a URL: brackets, a trailing dot and any case allowed) is
+ * an IP literal, `localhost` or a `*.localhost` name (RFC 6761 §6.3: always
+ * loopback) that reaches one of `own` on `port`. Other names are judged by the
+ * target guard on the addresses they resolve to. Never throws.
+ */
+export function targetsOwnListener(hostname: string, port: number, own: readonly OwnListener[]): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
-  return embeddedIpv4(host) ?? host;
+  if (host === 'localhost' || host.endsWith('.localhost')) return ['127.0.0.1', '::1'].some((a) => reachesOwnListener(a, port, own));
+  return reachesOwnListener(host, port, own);
 }
-
-function isUnspecifiedHost(host: string): boolean {
-  return host === '0.0.0.0' || host === '::';
-}
-
-function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
-}
-
-/** Addresses of this machine's interfaces (lower case). */
-function interfaceAddresses(): Set<string> {
-  const found = new Set<string>();
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) found.add(a.address.toLowerCase());
-  return found;
-}
-
-/**
- * True when a connection to `host` (see {@link connectedHost}) on the bound
- * port would reach a listener bound to `bound`. `0.0.0.0` and `::` as a
- * target reach this machine; a listener on `0.0.0.0`/`::` is reached through
- * loopback and every interface address, not through other hosts on that port.
- */
-function reachesListener(host: string, bound: string): boolean {
-  if (host === bound || isUnspecifiedHost(host)) return true;
-  if (isUnspecifiedHost(bound)) return isLoopbackHost(host) || interfaceAddresses().has(host);
-  return host === 'localhost' && isLoopbackHost(bound);
-}
-
-/**
- * True when a connection to `hostname`:`port` would reach one of the proxy's
- * own listeners (`own`, as bound): a forwarding loop. `hostname` as in a URL
- * (brackets allowed). Handles `localhost`, `0.0.0.0`/`::` as a target,
- * IPv4-mapped IPv6, a trailing dot, and listeners on `0.0.0.0`/`::` (reached
- * through loopback and this machine's interface addresses only). Names that
- * resolve to this machine through DNS are not detected; such a request comes
- * back in origin form and gets 400, so the loop ends there. Never throws.
- */
-export function targetsOwnListener(hostname: string, port: number, own: ReadonlyArray<{ host: string; port: number }>): boolean {
-  const host = connectedHost(hostname);
-  return own.some((a) => a.port === port && reachesListener(host, a.host.toLowerCase()));
-}
-

@@ -20,7 +20,7 @@ import { forwardableHeaders } from './headers.js';
 import { isTimeoutCode, upstreamErrorCode, type UpstreamForwarder } from './forwarder.js';
 import { decisionHeaderValue, DECISION_HEADER, renderProxyResponse } from './responses.js';
 import type { TargetGuard } from './target-guard.js';
-import { PRIVATE_TARGET_CODE } from './target-guard.js';
+import { OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
 
 /** Where robots snapshots come from (the robots cache). */
 export interface SnapshotSource {
@@ -55,6 +55,16 @@ export interface ProxiedRequest {
 /** The path plus query of a target URL, as matched and forwarded. */
 function pathAndQueryOf(url: URL): string {
   return (url.pathname || '/') + url.search;
+}
+
+/** The port a connection to `url` uses. */
+function portOf(url: URL): number {
+  return Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+}
+
+/** True for the error codes of connections the target guard refused. */
+function isGuardRefusal(code: string | undefined): boolean {
+  return code === PRIVATE_TARGET_CODE || code === OWN_LISTENER_CODE;
 }
 
 /** Error codes of upstream TLS verification failures: an upstream fault (502), not an unreachable robots.txt. */
@@ -109,9 +119,13 @@ export class RequestPipeline {
       decision.reason = 'upstream-error';
       decision.upstream = { error: snapshot.info.error };
       decision.detail = 'the upstream TLS certificate is not trusted';
-    } else if (decision.reason === 'robots-unreachable' && snapshot.info.error === PRIVATE_TARGET_CODE) {
+    } else if (decision.reason === 'robots-unreachable' && isGuardRefusal(snapshot.info.error)) {
+      // The robots.txt fetch (or one of its redirects) was refused by the target guard at connect time.
       decision.reason = 'target-private-network';
-      decision.detail = `${target.hostname} resolves to a private address`;
+      decision.detail =
+        snapshot.info.error === OWN_LISTENER_CODE
+          ? `fetching ${origin}/robots.txt led to a listener of this proxy; refused`
+          : `fetching ${origin}/robots.txt led to a private or loopback address; refused`;
     }
     return { decision, productTokens };
   }
@@ -122,10 +136,13 @@ export class RequestPipeline {
    * @returns the `target-private-network` refusal, or undefined when the target may be contacted.
    */
   async checkTarget(target: URL, userAgent: string | undefined): Promise<Decision | undefined> {
-    const guarded = await this.deps.guard.check(target.hostname);
+    const guarded = await this.deps.guard.check(target.hostname, portOf(target));
     if (guarded.allowed) return undefined;
-    const detail = 'address' in guarded ? `${target.hostname} is ${guarded.address}` : guarded.error;
-    return decideWithoutRobots('target-private-network', { origin: target.origin, path: pathAndQueryOf(target), detail, agentTokens: this.tokensOf(userAgent) });
+    const fields = { origin: target.origin, path: pathAndQueryOf(target), agentTokens: this.tokensOf(userAgent) };
+    const at = target.hostname === guarded.address ? guarded.address : `${target.hostname} (${guarded.address})`;
+    return guarded.code === OWN_LISTENER_CODE
+      ? decideWithoutRobots('bad-request', { ...fields, detail: `${at} port ${guarded.port} is this proxy's own listener (forwarding loop)` })
+      : decideWithoutRobots('target-private-network', { ...fields, detail: `${at} is a private or loopback address` });
   }
 
   /**
@@ -258,7 +275,7 @@ export class RequestPipeline {
     if (relayed.error !== undefined) {
       error = relayed.error;
       if (!relayed.clientAborted) {
-        const reason = relayed.error === PRIVATE_TARGET_CODE ? 'target-private-network' : 'upstream-error';
+        const reason = isGuardRefusal(relayed.error) ? 'target-private-network' : 'upstream-error';
         decision.upstream = { ...(relayed.status !== undefined ? { status: relayed.status } : {}), error: relayed.error, timedOut: isTimeoutCode(relayed.error) };
         if (reason === 'target-private-network') decision.verdict = 'deny';
         decision.reason = reason;

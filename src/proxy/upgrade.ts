@@ -8,12 +8,12 @@ import https from 'node:https';
 import type { SecureContext } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type net from 'node:net';
-import type { LookupFunction } from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { RequestPipeline } from './pipeline.js';
+import type { TargetGuard } from './target-guard.js';
 import { renderProxyResponse } from './responses.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
@@ -22,7 +22,8 @@ import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 export interface UpgradeDeps {
   clock: Clock;
   onFinished: (entry: AccessEntry) => void;
-  lookup: LookupFunction;
+  /** Builds the agents whose connections the target guard judges (address and port). */
+  guard: Pick<TargetGuard, 'agentFor'>;
   /** TLS trust for https upstreams (system CAs plus `upstream.caFile`), built once; undefined: Node's defaults. */
   secureContext?: SecureContext;
   /** Time to wait for the upstream's answer to the upgrade, ms. */
@@ -37,8 +38,8 @@ export class UpgradeRelay {
   private readonly httpsAgent: https.Agent;
 
   constructor(private readonly deps: UpgradeDeps) {
-    this.httpAgent = new http.Agent({ lookup: deps.lookup } as http.AgentOptions);
-    this.httpsAgent = new https.Agent({ lookup: deps.lookup, ...(deps.secureContext ? { secureContext: deps.secureContext } : {}) } as https.AgentOptions);
+    this.httpAgent = deps.guard.agentFor(false);
+    this.httpsAgent = deps.guard.agentFor(true, deps.secureContext ? { secureContext: deps.secureContext } : {}) as https.Agent;
     // http-proxy reports socket errors here; without a listener it would throw.
     this.proxy.on('error', (_err, _req, target) => {
       const socket = target as Duplex | undefined;

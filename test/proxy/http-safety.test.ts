@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { targetsOwnListener } from '../../src/proxy/loop-guard.js';
 import { startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
 import { proxyRequest, rawExchange, type ProxyAnswer } from '../helpers/proxy-client.js';
+import { fakeResolver } from '../helpers/resolver.js';
 
 const UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const VIA_OF_PROXY = /^1\.1 robots-proxy-[a-z0-9]+$/;
@@ -67,7 +68,8 @@ describe('private targets with upstream.allowPrivateNetworks: false', () => {
   let proxy: Proxy;
   let origin: TestOrigin;
   before(async () => {
-    proxy = await startTestProxy({ https: { mode: 'tunnel' }, upstream: { allowPrivateNetworks: false } });
+    const dns: Record<string, string[]> = { 'metadata.test': ['64:ff9b::a9fe:a9fe'], 'mapped.test': ['::ffff:127.0.0.1'], 'cgnat.test': ['100.64.0.1'], 'mixed.test': ['93.184.215.14', '10.0.0.1'] };
+    proxy = await startTestProxy({ https: { mode: 'tunnel' }, upstream: { allowPrivateNetworks: false } }, { resolve: fakeResolver((hostname) => dns[hostname]) });
     origin = await startSite();
   });
   after(async () => {
@@ -75,7 +77,13 @@ describe('private targets with upstream.allowPrivateNetworks: false', () => {
     await origin?.close();
   });
 
-  for (const host of ['127.0.0.1', 'localhost', '[::1]']) {
+  // Numeric IPv4 forms (the WHATWG URL parser turns each into 127.0.0.1) and IPv6 addresses that embed
+  // a loopback IPv4 address: IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo (client stored inverted).
+  const hosts = ['127.0.0.1', 'localhost', '[::1]', '2130706433', '0x7f.1', '127.1', '0177.0.0.1', '[::ffff:7f00:1]', '[::127.0.0.1]', '[::ffff:0:127.0.0.1]', '[64:ff9b::127.0.0.1]', '[2002:7f00:1::1]', '[2001:0:4136:e378:8000:63bf:80ff:fffe]'];
+  it('the URL parser normalises numeric IPv4 forms to the dotted address the guard judges', () => {
+    for (const host of ['2130706433', '0x7f.1', '127.1', '0177.0.0.1', '0x7f000001']) assert.equal(new URL(`http://${host}:8/`).hostname, '127.0.0.1', host);
+  });
+  for (const host of hosts) {
     it(`refuses ${host} with 403 target-private-network; the origin sees nothing, not even robots.txt`, async () => {
       const r = await proxyRequest(proxy.proxyAddress.port, `http://${host}:${origin.port}/page`, { headers: { 'user-agent': UA, accept: 'application/json' } });
       assert.equal(r.status, 403);
@@ -84,6 +92,23 @@ describe('private targets with upstream.allowPrivateNetworks: false', () => {
       assert.deepEqual(origin.hits, []);
     });
   }
+
+  it('judges every DNS answer of a name: any non-public answer refuses it', async () => {
+    for (const name of ['metadata.test', 'mapped.test', 'cgnat.test', 'mixed.test']) {
+      const r = await proxyRequest(proxy.proxyAddress.port, `http://${name}:${origin.port}/page`, { headers: { 'user-agent': UA } });
+      assert.equal(r.status, 403, name);
+      assert.equal(r.decision, 'deny; reason=target-private-network', name);
+    }
+  });
+
+  it('refuses a tunnel-mode CONNECT to a numeric or embedded loopback address', async () => {
+    for (const host of ['2130706433', '127.1', '[64:ff9b::7f00:1]', '[::127.0.0.1]']) {
+      const answer = await rawExchange(proxy.proxyAddress.port, `CONNECT ${host}:${origin.port} HTTP/1.1\r\nHost: ${host}:${origin.port}\r\nUser-Agent: ${UA}\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 403 /, host);
+      assert.match(answer, /x-robots-proxy-decision: deny; reason=target-private-network/i, host);
+    }
+    assert.deepEqual(origin.hits, []);
+  });
 });
 
 describe('the plain-HTTP proxy: requests, headers and bodies', () => {
