@@ -5,30 +5,47 @@
  * with `indexOf`, so there is no backtracking.
  */
 import { normalisePath } from './encoding.js';
-import { buildRuleIndex, findRule, type RuleIndex } from './rule-index.js';
-import type { MergedGroup, RobotsTxt, Rule } from './types.js';
+import { buildRuleIndex, findMatch, type RuleIndex, type RuleMatch } from './rule-index.js';
+import type { Group, MergedGroup, RobotsTxt, Rule } from './types.js';
 
-const indexByGroup = new WeakMap<MergedGroup, RuleIndex>();
+const indexByGroup = new WeakMap<Group, RuleIndex>();
+
+/**
+ * The prefix index of one group as written, built on first use and cached per
+ * group object. One index per written group, shared by every token the group
+ * names: the indexes of a file cost what its rules do, however many tokens
+ * name them.
+ */
+export function ruleIndexOf(group: Group): RuleIndex {
+  let index = indexByGroup.get(group);
+  if (index === undefined) {
+    index = buildRuleIndex(group.rules);
+    indexByGroup.set(group, index);
+  }
+  return index;
+}
 
 /**
  * Finds the rule that governs `path` in `group`: the longest matching pattern
  * in octets; on a tie, allow wins (RFC 9309 §2.2.2). An empty pattern never
  * decides; an `allow` for `.../index.htm[l]` also matches `.../` (the
  * reference matcher's leniency, extension, not in RFC 9309).
- * `path` must already be normalised (see `normalisePath`). The group's rules
- * are compiled into a prefix index on first use (cached per group object), so
- * a decision costs about the path's length plus the rules whose literal
+ * `path` must already be normalised (see `normalisePath`). Each group as
+ * written is compiled into a prefix index on first use ({@link ruleIndexOf}),
+ * so a decision costs about the path's length plus the rules whose literal
  * prefix (the text before the first `*`) the path begins with, not the
- * group's rule count. Pure; never throws.
+ * group's rule count, once per written group merged into `group`; the best
+ * of their winners is the winner (§2.2.1: merged groups' rules combine).
+ * Pure; never throws.
  * @returns the winning rule, or `undefined` if none matches.
  */
 export function matchRule(group: MergedGroup, path: string): Rule | undefined {
-  let index = indexByGroup.get(group);
-  if (index === undefined) {
-    index = buildRuleIndex(group.rules);
-    indexByGroup.set(group, index);
+  let best: RuleMatch | undefined;
+  for (const written of group.groups) {
+    const found = findMatch(ruleIndexOf(written), path);
+    if (found !== undefined && (best === undefined || found.priority > best.priority || (found.priority === best.priority && found.rule.line < best.rule.line))) best = found;
   }
-  return findRule(index, path);
+  return best?.rule;
 }
 
 /** The group that applies to a request, and which product token chose it. */

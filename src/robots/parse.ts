@@ -369,21 +369,35 @@ function parseRequestRate(value: string): RequestRate | undefined {
   return { requests, seconds };
 }
 
-/** Merges the groups that name the same product token, case-insensitively (RFC 9309 §2.2.1). */
+/**
+ * Merges the groups that name the same product token, case-insensitively
+ * (RFC 9309 §2.2.1). The rules are not copied: a merged group lists its
+ * groups, so a file naming thousands of tokens in front of thousands of rules
+ * costs their sum, not their product.
+ */
 function mergeGroups(groups: readonly Group[]): Map<string, MergedGroup> {
-  const merged = new Map<string, MergedGroup>();
+  const merged = new Map<string, MergedGroup & { groups: Group[] }>();
   for (const group of groups) {
     for (const token of group.productTokens) {
       const key = token.toLowerCase();
       let entry = merged.get(key);
       if (entry === undefined) {
-        entry = { productToken: token, rules: [], crawlDelaySeconds: undefined, requestRate: undefined, lines: [] };
+        entry = {
+          productToken: token,
+          groups: [],
+          get rules(): readonly Rule[] {
+            return this.groups.length === 1 ? this.groups[0]!.rules : this.groups.flatMap((g) => g.rules);
+          },
+          crawlDelaySeconds: undefined,
+          requestRate: undefined,
+          lines: [],
+        };
         merged.set(key, entry);
       }
       // The same group may name a token twice; merge its rules once.
-      if (entry.lines.includes(group.line)) continue;
+      if (entry.groups[entry.groups.length - 1] === group) continue;
+      entry.groups.push(group);
       entry.lines.push(group.line);
-      for (const rule of group.rules) entry.rules.push(rule);
       const delay = group.crawlDelayByToken.get(key);
       if (delay !== undefined) entry.crawlDelaySeconds = Math.max(entry.crawlDelaySeconds ?? 0, delay);
       entry.requestRate ??= group.requestRate;

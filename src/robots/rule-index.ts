@@ -54,6 +54,8 @@ interface IndexedRule {
   rule: Rule;
   /** Position in the winning order: longest pattern first, allow before disallow, then line (§2.2.2). */
   rank: number;
+  /** The indexed pattern's length in octets (a directory twin's own), times two, plus one for allow: the order across indexes. */
+  priority: number;
   /** True for `<prefix>$`: the path must end where the prefix does. */
   isExact: boolean;
   /** What the path must hold past the prefix; undefined when the prefix (and `isExact`) decide, as for `/a`, `/a$`, `/a*`. */
@@ -99,13 +101,14 @@ function literalPrefix(pattern: string): string {
 }
 
 /** Indexes `pattern`, whose literal prefix has `prefixLength` chars (§2.2.3: `*` anywhere, `$` only at the end). */
-function indexRule(rule: Rule, rank: number, pattern: string, prefixLength: number): IndexedRule {
+function indexRule(rule: Rule, rank: number, pattern: string, prefixLength: number, isAllow: boolean): IndexedRule {
   const isAnchored = pattern.endsWith('$');
-  if (prefixLength === pattern.length - (isAnchored ? 1 : 0)) return { rule, rank, isExact: isAnchored, wildcard: undefined }; // no `*`
+  const priority = pattern.length * 2 + (isAllow ? 1 : 0);
+  if (prefixLength === pattern.length - (isAnchored ? 1 : 0)) return { rule, rank, priority, isExact: isAnchored, wildcard: undefined }; // no `*`
   const segments = pattern.slice(prefixLength + 1, isAnchored ? -1 : undefined).split('*');
   const last = segments.pop() ?? '';
   const middle = segments.filter((s) => s.length > 0);
-  if (middle.length === 0 && last.length === 0) return { rule, rank, isExact: false, wildcard: undefined }; // `/a*`, `/a*$`, `/a**`
+  if (middle.length === 0 && last.length === 0) return { rule, rank, priority, isExact: false, wildcard: undefined }; // `/a*`, `/a*$`, `/a**`
   const tail: WildcardTail = { minLength: prefixLength, middle, last, isAnchored, needLow: 0, needHigh: 0, runNeedLow: 0, runNeedHigh: 0, runEnd: 0 };
   for (const segment of [...middle, last]) {
     tail.minLength += segment.length;
@@ -115,7 +118,7 @@ function indexRule(rule: Rule, rank: number, pattern: string, prefixLength: numb
       tail.needHigh |= charBit(c) & highMask(c);
     }
   }
-  return { rule, rank, isExact: false, wildcard: tail };
+  return { rule, rank, priority, isExact: false, wildcard: tail };
 }
 
 /** Adds `entry` under `prefix`, splitting an edge where the prefix leaves it. */
@@ -212,9 +215,9 @@ export function buildRuleIndex(rules: readonly Rule[]): RuleIndex {
   // Array#sort is stable, so twins keep file order: the same order as a linear scan.
   entries.sort((a, b) => b.priority - a.priority || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);
   const root: PrefixNode = { label: '', rules: NO_RULES, codes: undefined, children: undefined };
-  entries.forEach(({ rule, pattern }, rank) => {
+  entries.forEach(({ rule, pattern, isAllow }, rank) => {
     const prefix = literalPrefix(pattern);
-    insert(root, prefix, indexRule(rule, rank, pattern, prefix.length));
+    insert(root, prefix, indexRule(rule, rank, pattern, prefix.length, isAllow));
   });
   finishNodes(root);
   return { root };
@@ -244,6 +247,27 @@ function tailMatches(tail: WildcardTail, path: string, from: number): boolean {
  * @returns the winning rule, or `undefined` if none matches.
  */
 export function findRule(index: RuleIndex, path: string): Rule | undefined {
+  return findMatch(index, path)?.rule;
+}
+
+/** The winner of {@link findRule} with what orders it against the winners of other indexes. */
+export interface RuleMatch {
+  rule: Rule;
+  /**
+   * Twice the length in octets of the pattern that matched (for an
+   * index.html directory twin, the twin's), plus one for allow: the larger
+   * wins; on equal priority, the earlier `rule.line` (RFC 9309 §2.2.2).
+   */
+  priority: number;
+}
+
+/**
+ * Like {@link findRule}, with the winner's priority, so that the winners of
+ * several indexes (the groups merged for one product token) can be compared:
+ * the best of them is what one index over all their rules would find.
+ * Pure; never throws.
+ */
+export function findMatch(index: RuleIndex, path: string): RuleMatch | undefined {
   let best: IndexedRule | undefined;
   let bestRank = NO_RANK;
   // The path's CharSet, made when the first wildcard tail is met.
@@ -294,5 +318,5 @@ export function findRule(index: RuleIndex, path: string): Rule | undefined {
     depth += child.label.length;
     node = child;
   }
-  return best?.rule;
+  return best;
 }

@@ -76,8 +76,15 @@ export interface Group {
 export interface MergedGroup {
   /** The product token as first written in the file (or `*`). */
   productToken: string;
-  /** The rules of every group naming the token, in file order. */
-  rules: Rule[];
+  /** The groups as written that name the token, in file order, each once. */
+  groups: readonly Group[];
+  /**
+   * The rules of every group naming the token, in file order. For a token of
+   * one group, that group's own array; for several, a new array made on each
+   * read: a file with many tokens in many groups must not cost tokens times
+   * rules (the matcher reads `groups`).
+   */
+  readonly rules: readonly Rule[];
   /** Crawl-delay in seconds for this token: the largest one any merged group gives it (the most polite reading); undefined when none. */
   crawlDelaySeconds: number | undefined;
   /** Request-rate of the first merged group that declares one. */

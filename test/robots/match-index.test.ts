@@ -12,7 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { matchRule, normalisePath, parseRobotsTxt } from '../../src/robots/index.js';
-import type { MergedGroup, Rule } from '../../src/robots/index.js';
+import type { Group, MergedGroup, Rule } from '../../src/robots/index.js';
 
 const corpusDir = fileURLToPath(new URL('../../../shared/corpus/robots/', import.meta.url));
 
@@ -62,8 +62,19 @@ function referenceRule(rules: readonly Rule[], path: string): Rule | undefined {
   return best?.rule;
 }
 
+/**
+ * A merged group of `rules`, written as 1 to 3 groups (by the rule count) of
+ * consecutive rules: the matcher indexes each written group and compares
+ * their winners, which must equal one scan over all the rules.
+ */
 function groupOf(rules: Rule[]): MergedGroup {
-  return { productToken: '*', rules, crawlDelaySeconds: undefined, requestRate: undefined, lines: [1] };
+  const parts = 1 + (rules.length % 3);
+  const size = Math.ceil(rules.length / parts) || 1;
+  const groups: Group[] = [];
+  for (let at = 0; at < rules.length || groups.length === 0; at += size) {
+    groups.push({ productTokens: ['*'], rules: rules.slice(at, at + size), crawlDelaySeconds: undefined, crawlDelayByToken: new Map(), requestRate: undefined, line: at + 1 });
+  }
+  return { productToken: '*', groups, rules, crawlDelaySeconds: undefined, requestRate: undefined, lines: groups.map((g) => g.line) };
 }
 
 /** Deterministic PRNG (mulberry32). */

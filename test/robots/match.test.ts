@@ -27,6 +27,15 @@ describe('evaluate: RFC 9309 §2.2.2 longest match', () => {
     });
   }
 
+  it('merged groups decide as one: longest across groups, allow on a tie, then the earlier line (§2.2.1)', () => {
+    const merged = 'User-agent: bot\nDisallow: /a\nAllow: /b/index.html\n\nUser-agent: other\nDisallow: /\n\nUser-agent: bot\nAllow: /a\nDisallow: /ab\nDisallow: /b/$\n';
+    assert.deepEqual([decide(merged, ['bot'], '/a').rule?.line, decide(merged, ['bot'], '/a').allowed], [9, true], 'equal length: allow wins across groups');
+    assert.deepEqual([decide(merged, ['bot'], '/abc').rule?.line, decide(merged, ['bot'], '/abc').allowed], [10, false], 'longer pattern in the later group');
+    // `/b/$` (4 octets) against the index.html twin `/b/$` of line 3 (4 octets, allow): allow wins.
+    assert.deepEqual([decide(merged, ['bot'], '/b/').rule?.line, decide(merged, ['bot'], '/b/').allowed], [3, true]);
+    assert.equal(decide(merged, ['other'], '/a').allowed, false);
+  });
+
   it('ignores the empty pattern', () => {
     assert.equal(decide('User-agent: *\nDisallow:\n', ['x'], '/a').outcome, 'no-matching-rule');
     assert.equal(decide('User-agent: *\nDisallow: /\nAllow:\n', ['x'], '/a').allowed, false);
