@@ -5,6 +5,7 @@
  * with port 0).
  */
 import { readFileSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 import type { lookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
@@ -69,6 +70,21 @@ function readExtraCas(config: Config): string[] {
   }
 }
 
+/**
+ * Logs a warning when `robots.cacheBytes` is more than half of V8's heap
+ * limit (Node's default depends on the machine's memory; `--max-old-space-size`
+ * raises it): the process would run out of heap before the cache is full.
+ */
+function warnIfCacheExceedsHeap(cacheBytes: number, logger: Logger): void {
+  const heapLimitBytes = getHeapStatistics().heap_size_limit;
+  if (cacheBytes > heapLimitBytes / 2) {
+    logger.warn(
+      { event: 'config-warning', key: 'robots.cacheBytes', cacheBytes, heapLimitBytes },
+      'robots.cacheBytes is more than half of the heap limit: lower it, or raise the heap limit (node --max-old-space-size)',
+    );
+  }
+}
+
 /** Loads or creates the interception CA named by the config. @throws {CertificateError} */
 export async function loadCa(config: Config, logger?: Logger): Promise<CaMaterial> {
   return loadOrCreateCa({
@@ -114,6 +130,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     dispatcher: robotsAgent,
     clock,
   });
+  warnIfCacheExceedsHeap(config.robots.cacheBytes, logger);
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
       const snapshot = await fetcher.fetch(origin, context);
@@ -124,6 +141,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     },
     clock,
     maxOrigins: config.robots.maxOrigins,
+    maxBytes: config.robots.cacheBytes,
+    // A fetch holds its body (up to maxBytes, once as chunks and once joined) until it is parsed and stored.
+    fetchReserveBytes: 2 * config.robots.maxBytes,
     errorRetryMs: config.robots.errorRetryMs,
     errorRetryMaxMs: config.robots.errorRetryMaxMs,
     logger,
@@ -157,7 +177,10 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
 
   metrics = new ProxyMetrics({
     pacing: () => pacer.stats(),
-    robotsCache: () => ({ size: robotsCache.stats().entries }),
+    robotsCache: () => {
+      const stats = robotsCache.stats();
+      return { size: stats.entries, bytes: stats.bytes + stats.reservedBytes, evictions: stats.evictions };
+    },
     ...(issuer ? { tls: () => issuer.getStats() } : {}),
   });
   const onFinished = (entry: AccessEntry): void => {

@@ -26,6 +26,10 @@ export const METRIC_NAME = {
   robotsFetches: `${METRIC_PREFIX}robots_fetches_total`,
   /** Gauge: origins with a robots snapshot in the cache. */
   robotsCacheOrigins: `${METRIC_PREFIX}robots_cache_origins`,
+  /** Gauge: estimated heap bytes of the robots cache (entries plus fetches in flight), against `robots.cacheBytes`. */
+  robotsCacheBytes: `${METRIC_PREFIX}robots_cache_bytes`,
+  /** Counter: robots snapshots dropped from the cache to stay within its bounds. */
+  robotsCacheEvictions: `${METRIC_PREFIX}robots_cache_evictions_total`,
   /** Gauge: requests waiting for a start slot, all origins. */
   pacingQueued: `${METRIC_PREFIX}pacing_queued_requests`,
   /** Gauge: requests started and not yet finished, all origins. */
@@ -80,8 +84,8 @@ const QUEUE_WAIT_BUCKETS_SECONDS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 
 export interface MetricsStatsSources {
   /** Requests queued and in flight over all origins. */
   pacing?: () => { queued: number; inFlight: number };
-  /** Origins in the robots cache. */
-  robotsCache?: () => { size: number };
+  /** Origins in the robots cache, its estimated bytes (entries plus reserved), and its evictions since start (monotonic). */
+  robotsCache?: () => { size: number; bytes: number; evictions: number };
   /** Leaf certificate counters since start (monotonic). */
   tls?: () => { issued: number; cacheHits: number };
 }
@@ -214,6 +218,23 @@ function registerStatsMetrics(sources: MetricsStatsSources, registers: Registry[
       registers,
       collect() {
         this.set(robotsCache().size);
+      },
+    });
+    new Gauge({
+      name: METRIC_NAME.robotsCacheBytes,
+      help: 'Estimated heap bytes of the robots cache: stored snapshots with their parsed files and rule indexes, plus fetches in flight.',
+      registers,
+      collect() {
+        this.set(robotsCache().bytes);
+      },
+    });
+    new Counter({
+      name: METRIC_NAME.robotsCacheEvictions,
+      help: 'Robots snapshots dropped from the cache to stay within robots.cacheBytes and robots.maxOrigins.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(robotsCache().evictions);
       },
     });
   }

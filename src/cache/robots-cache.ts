@@ -1,13 +1,18 @@
 /**
- * Robots snapshots per origin: single-flight fetches, expiry, a bounded store,
- * and a previously good snapshot kept while robots.txt is unreachable
- * (RFC 9309 §2.3.1.4, §2.4; DESIGN.md "Protocol semantics").
+ * Robots snapshots per origin: single-flight fetches, expiry, a store bounded
+ * in bytes and entries (fetches in flight count against the same budget), and
+ * a previously good snapshot kept while robots.txt is unreachable (RFC 9309
+ * §2.3.1.4, §2.4; DESIGN.md "Protocol semantics").
  */
 import type { Clock } from '../clock.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { retryDelayMs } from './expiry.js';
 import type { FetchContext } from './robots-fetcher.js';
 import { MemorySnapshotStore, type CacheEntry, type CachedRobotsSnapshot, type SnapshotStore } from './snapshot-store.js';
+import { estimateSnapshotBytes } from './snapshot-size.js';
+
+/** Default of {@link RobotsCacheOptions.maxBytes}: 256 MiB. */
+export const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024;
 
 /** Fetches one origin's robots.txt; `RobotsFetcher.fetch` is one. Should not reject, but may. */
 export type FetchRobots = (origin: string, context: FetchContext) => Promise<RobotsSnapshot>;
@@ -27,6 +32,20 @@ export interface RobotsCacheOptions {
   clock: Clock;
   /** Most origins kept in memory (lru-cache `max`), at least 1. Ignored when `store` is given. */
   maxOrigins: number;
+  /**
+   * Estimated heap bytes the cache may hold (`robots.cacheBytes`): the stored
+   * entries (snapshots, parsed files, rule indexes; see snapshot-size.ts)
+   * plus `fetchReserveBytes` per fetch in flight. Least recently used origins
+   * are dropped first. Ignored by a `store` given here. @default 268_435_456 (256 MiB)
+   */
+  maxBytes?: number;
+  /**
+   * Bytes one robots.txt fetch may hold until its entry is stored (its body
+   * buffers: about twice `robots.maxBytes`). Reserved against `maxBytes` while
+   * it runs; when the reservations fill `maxBytes`, further fetches wait for
+   * one to end (one fetch always runs). @default 0 (fetches are not counted)
+   */
+  fetchReserveBytes?: number;
   /** Replaces the in-memory LRU store, e.g. with a shared one. */
   store?: SnapshotStore;
   logger?: CacheLogger;
@@ -55,6 +74,16 @@ export interface RobotsCacheStats {
   inFlight: number;
   /** Entries in the store now. */
   entries: number;
+  /** Estimated heap bytes of the stored entries now. */
+  bytes: number;
+  /** Bytes reserved by the fetches in flight now. */
+  reservedBytes: number;
+  /** Fetches waiting for room in the budget now. */
+  fetchesWaiting: number;
+  /** Entries dropped to stay within the bounds. */
+  evictions: number;
+  /** Fetched snapshots too large for the whole budget, served to their waiting requests only. */
+  tooLarge: number;
 }
 
 /**
@@ -77,14 +106,21 @@ export class RobotsCache {
   readonly #logger: CacheLogger | undefined;
   readonly #errorRetryMs: number;
   readonly #errorRetryMaxMs: number;
+  readonly #maxBytes: number;
+  readonly #fetchReserveBytes: number;
   readonly #inFlight = new Map<string, Promise<CachedRobotsSnapshot>>();
-  readonly #counts = { hits: 0, misses: 0, fetches: 0, fetchErrors: 0, staleKept: 0 };
+  readonly #counts = { hits: 0, misses: 0, fetches: 0, fetchErrors: 0, staleKept: 0, tooLarge: 0 };
+  /** Fetches running now (each holds `fetchReserveBytes`), and those waiting for room, in arrival order. */
+  #running = 0;
+  readonly #waiting: Array<() => void> = [];
 
-  /** @throws {TypeError} from lru-cache when `maxOrigins` is not a positive integer (and no `store`). */
+  /** @throws {TypeError} from lru-cache when `maxOrigins` or `maxBytes` is not a positive integer (and no `store`). */
   constructor(options: RobotsCacheOptions) {
     this.#fetch = options.fetch;
     this.#clock = options.clock;
-    this.#store = options.store ?? new MemorySnapshotStore(options.maxOrigins);
+    this.#maxBytes = options.maxBytes ?? DEFAULT_CACHE_BYTES;
+    this.#fetchReserveBytes = options.fetchReserveBytes ?? 0;
+    this.#store = options.store ?? new MemorySnapshotStore({ maxOrigins: options.maxOrigins, maxBytes: this.#maxBytes });
     this.#logger = options.logger;
     this.#errorRetryMs = options.errorRetryMs ?? 60_000;
     this.#errorRetryMaxMs = options.errorRetryMaxMs ?? 1_800_000;
@@ -135,11 +171,50 @@ export class RobotsCache {
 
   /** Counters since construction, plus the current in-flight and entry counts. */
   stats(): RobotsCacheStats {
-    return { ...this.#counts, inFlight: this.#inFlight.size, entries: this.#store.size };
+    return {
+      ...this.#counts,
+      inFlight: this.#inFlight.size,
+      entries: this.#store.size,
+      bytes: this.#store.bytes,
+      reservedBytes: this.#running * this.#fetchReserveBytes,
+      fetchesWaiting: this.#waiting.length,
+      evictions: this.#store.evictions,
+    };
+  }
+
+  /** True when one more fetch's reservation fits the budget (always when none runs). */
+  #hasRoomForFetch(): boolean {
+    return this.#running === 0 || (this.#running + 1) * this.#fetchReserveBytes <= this.#maxBytes;
+  }
+
+  /** Reserves a fetch's bytes, waiting (in arrival order) until they fit. */
+  async #reserve(): Promise<void> {
+    if (this.#waiting.length === 0 && this.#hasRoomForFetch()) this.#running++;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve)); // `#release` counts it in
+    this.#store.setReservedBytes(this.#running * this.#fetchReserveBytes);
+  }
+
+  /** Gives a fetch's reservation back and starts the waiting fetches that now fit, in order. */
+  #release(): void {
+    this.#running--;
+    while (this.#waiting.length > 0 && this.#hasRoomForFetch()) {
+      this.#running++;
+      this.#waiting.shift()!();
+    }
+    this.#store.setReservedBytes(this.#running * this.#fetchReserveBytes);
   }
 
   /** Fetches, computes the new entry, stores it; resolves with the snapshot to serve, never rejects. */
   async #refresh(origin: string, previous: CacheEntry | undefined): Promise<CachedRobotsSnapshot> {
+    await this.#reserve();
+    try {
+      return await this.#fetchAndStore(origin, previous);
+    } finally {
+      this.#release();
+    }
+  }
+
+  async #fetchAndStore(origin: string, previous: CacheEntry | undefined): Promise<CachedRobotsSnapshot> {
     this.#counts.fetches++;
     const consecutiveFailures = previous?.consecutiveFailures ?? 0;
     let entry: CacheEntry;
@@ -150,6 +225,13 @@ export class RobotsCache {
       this.#counts.fetchErrors++;
       this.#logger?.error({ origin, err: error }, 'robots.txt fetch failed unexpectedly; treated as unreachable');
       entry = nextEntry(previous, this.#failedFetchSnapshot(origin, consecutiveFailures));
+    }
+    if (entry.bytes > this.#maxBytes) {
+      this.#counts.tooLarge++;
+      this.#logger?.warn(
+        { origin, estimatedBytes: entry.bytes, cacheBytes: this.#maxBytes },
+        'robots.txt is larger in memory than the whole robots cache (robots.cacheBytes); used for the requests waiting for it, fetched again next time',
+      );
     }
     const { info, lastFailure } = entry.snapshot;
     if (lastFailure !== null) {
@@ -205,18 +287,22 @@ export function nextFetchAtMs(snapshot: CachedRobotsSnapshot): number {
 }
 
 /**
- * The entry after a fetch. 2xx and 4xx replace whatever was there and reset
- * the failure count. Unreachable keeps an earlier `ok` snapshot (with
+ * The entry after a fetch, with its estimated bytes. 2xx and 4xx replace
+ * whatever was there and reset the failure count. Unreachable keeps an earlier `ok` snapshot (with
  * `lastFailure` set) or else becomes the snapshot; the failure count grows.
  */
 export function nextEntry(previous: CacheEntry | undefined, fetched: RobotsSnapshot): CacheEntry {
   if (fetched.info.state !== 'unreachable') {
-    return { snapshot: { info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures: 0 };
+    return entryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, 0);
   }
   const consecutiveFailures = (previous?.consecutiveFailures ?? 0) + 1;
   const kept = previous?.snapshot;
   if (kept !== undefined && kept.info.state === 'ok' && kept.robots !== null) {
-    return { snapshot: { info: kept.info, robots: kept.robots, lastFailure: fetched.info }, consecutiveFailures };
+    return entryOf({ info: kept.info, robots: kept.robots, lastFailure: fetched.info }, consecutiveFailures);
   }
-  return { snapshot: { info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures };
+  return entryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures);
+}
+
+function entryOf(snapshot: CachedRobotsSnapshot, consecutiveFailures: number): CacheEntry {
+  return { snapshot, consecutiveFailures, bytes: estimateSnapshotBytes(snapshot) };
 }

@@ -89,6 +89,7 @@ const robotsShape = {
   maxRedirects: int(0, 20).default(5),
   timeout: duration(1).prefault('10s'),
   maxOrigins: int(1, 10_000_000).default(10_000),
+  cacheBytes: size(1_048_576, 64 * 1_073_741_824).prefault('256MiB'),
 };
 
 const pacingShape = {
@@ -146,6 +147,7 @@ const robotsSchema = section(robotsShape).transform((r, ctx): RobotsConfig => {
     maxRedirects: r.maxRedirects,
     timeoutMs: r.timeout,
     maxOrigins: r.maxOrigins,
+    cacheBytes: r.cacheBytes,
   };
 });
 

@@ -55,6 +55,13 @@ export interface RobotsConfig {
   readonly timeoutMs: number;
   /** Most origins whose robots.txt is kept in memory (LRU bound). @default 10_000 */
   readonly maxOrigins: number;
+  /**
+   * Estimated heap bytes of the robots cache: stored snapshots with their
+   * parsed files and rule indexes, plus about twice `maxBytes` per robots.txt
+   * fetch in flight; least recently used origins are dropped first. Bounds
+   * [1 MiB, 64 GiB]. @default 268_435_456 (256 MiB)
+   */
+  readonly cacheBytes: number;
 }
 
 /** Per-origin queues (extension, not in RFC 9309; Crawl-delay is an RFC 9309 §2.2.4 extension record). */

@@ -114,7 +114,7 @@ describe('ProxyMetrics', () => {
     const metrics = new ProxyMetrics(
       {
         pacing: () => ({ queued, inFlight: 2 }),
-        robotsCache: () => ({ size: 7 }),
+        robotsCache: () => ({ size: 7, bytes: 123_456, evictions: 4 }),
         tls: () => ({ issued: 5, cacheHits: 11 }),
       },
       { collectDefaultMetrics: false },
@@ -123,6 +123,8 @@ describe('ProxyMetrics', () => {
     assert.equal(valueOf(samples, METRIC_NAME.pacingQueued), 3);
     assert.equal(valueOf(samples, METRIC_NAME.pacingInFlight), 2);
     assert.equal(valueOf(samples, METRIC_NAME.robotsCacheOrigins), 7);
+    assert.equal(valueOf(samples, METRIC_NAME.robotsCacheBytes), 123_456);
+    assert.equal(valueOf(samples, METRIC_NAME.robotsCacheEvictions), 4);
     assert.equal(valueOf(samples, METRIC_NAME.tlsLeavesIssued), 5);
     assert.equal(valueOf(samples, METRIC_NAME.tlsLeafCacheHits), 11);
     queued = 0;

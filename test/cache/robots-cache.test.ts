@@ -1,11 +1,17 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type * as http from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { RobotsCache, type FetchRobots } from '../../src/cache/robots-cache.js';
 import { RobotsFetcher } from '../../src/cache/robots-fetcher.js';
+import { estimateSnapshotBytes } from '../../src/cache/snapshot-size.js';
 import type { RobotsSnapshot } from '../../src/policy/snapshot.js';
-import { evaluate } from '../../src/robots/index.js';
+import { evaluate, parseRobotsTxt } from '../../src/robots/index.js';
 import { manualClock, startOrigin, type TestOrigin } from './support.js';
+import { startTestProxy } from '../helpers/harness.js';
+import { proxyRequest } from '../helpers/proxy-client.js';
+import { fakeResolver } from '../helpers/resolver.js';
 
 const START_MS = 1_700_000_000_000;
 const TTL_MS = 3_600_000;
@@ -65,7 +71,9 @@ describe('RobotsCache single flight', () => {
     assert.ok(results.every((r) => r === results[0]));
     assert.equal(results[0]?.info.state, 'ok');
     assert.equal(isDisallowed(results[0]!, '/private/x'), true);
-    assert.deepEqual(cache.stats(), { hits: 0, misses: 100, fetches: 1, fetchErrors: 0, staleKept: 0, inFlight: 0, entries: 1 });
+    const { bytes, ...counts } = cache.stats();
+    assert.deepEqual(counts, { hits: 0, misses: 100, fetches: 1, fetchErrors: 0, staleKept: 0, tooLarge: 0, inFlight: 0, entries: 1, reservedBytes: 0, fetchesWaiting: 0, evictions: 0 });
+    assert.equal(bytes, estimateSnapshotBytes(results[0]!));
   });
 
   it('a fresh entry is served without fetching', async () => {
@@ -257,5 +265,167 @@ describe('RobotsCache bound and inspection', () => {
     assert.equal(await cache.nextFetchAtMs(o.origin), fetched.info.expiresAtMs);
     assert.equal(o.hits.length, 1);
     assert.deepEqual({ hits: cache.stats().hits, misses: cache.stats().misses }, { hits: 0, misses: 1 });
+  });
+});
+
+/** A snapshot whose parsed file has `rules` disallow rules under `/p<i>/` (about 100 bytes of estimate each). */
+function bigSnapshot(origin: string, nowMs: number, rules: number): RobotsSnapshot {
+  const body = 'User-agent: *\n' + Array.from({ length: rules }, (_, i) => `Disallow: /p${i}/\n`).join('');
+  const robots = parseRobotsTxt(body);
+  return {
+    info: { url: `${origin}/robots.txt`, state: 'ok', status: 200, error: undefined, fetchedAtMs: nowMs, expiresAtMs: nowMs + TTL_MS, bytes: robots.bytesParsed, truncated: false },
+    robots,
+  };
+}
+
+describe('RobotsCache byte budget', () => {
+  it('keeps the estimated bytes within maxBytes, dropping the least recently used origins; a dropped origin is fetched again', async () => {
+    const clock = manualClock(START_MS);
+    const calls: string[] = [];
+    const fetch: FetchRobots = async (origin) => {
+      calls.push(origin);
+      return bigSnapshot(origin, clock.nowMs(), 2000);
+    };
+    const one = estimateSnapshotBytes(bigSnapshot('http://x.test', START_MS, 2000));
+    const cache = new RobotsCache({ fetch, clock, maxOrigins: 10_000, maxBytes: Math.floor(3.5 * one) });
+    for (const name of ['a', 'b', 'c']) await cache.get(`http://${name}.test`);
+    assert.equal(cache.stats().entries, 3);
+    await cache.get('http://a.test'); // a is now the most recently used
+    await cache.get('http://d.test'); // b goes
+    assert.equal(cache.stats().entries, 3);
+    assert.ok(cache.stats().bytes <= 3.5 * one);
+    assert.equal(await cache.peek('http://b.test'), undefined);
+    assert.equal(cache.stats().evictions, 1);
+    for (let i = 0; i < 50; i++) {
+      await cache.get(`http://many${i}.test`);
+      assert.ok(cache.stats().bytes <= 3.5 * one, `after ${i}: ${cache.stats().bytes}`);
+    }
+    const again = await cache.get('http://b.test');
+    assert.equal(calls.filter((c) => c === 'http://b.test').length, 2, 'fetched again after it was dropped');
+    assert.equal(isDisallowed(again, '/p1999/x'), true);
+    assert.equal(isDisallowed(again, '/q/x'), false);
+  });
+
+  it('a snapshot larger than the whole budget serves every request waiting for it, is not kept, and is fetched again', async () => {
+    const clock = manualClock(START_MS);
+    let fetches = 0;
+    const fetch: FetchRobots = async (origin) => {
+      fetches++;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return bigSnapshot(origin, clock.nowMs(), 5000);
+    };
+    const cache = new RobotsCache({ fetch, clock, maxOrigins: 100, maxBytes: 1_048_576 });
+    assert.ok(estimateSnapshotBytes(bigSnapshot('http://x.test', START_MS, 5000)) > 1_048_576);
+    const results = await Promise.all(Array.from({ length: 20 }, () => cache.get('http://big.test')));
+    assert.equal(fetches, 1, 'one fetch for twenty callers (single flight)');
+    assert.ok(results.every((r) => r === results[0] && isDisallowed(r, '/p4999/')));
+    assert.equal(await cache.peek('http://big.test'), undefined, 'not kept');
+    assert.equal(cache.stats().tooLarge, 1);
+    assert.ok(cache.stats().bytes <= 1_048_576);
+    await cache.get('http://big.test');
+    assert.equal(fetches, 2, 'fetched again by the next request');
+  });
+
+  it('fetches in flight reserve their bytes: they evict stored entries, and wait when the budget is full of them', async () => {
+    const clock = manualClock(START_MS);
+    const release: Array<() => void> = [];
+    let running = 0;
+    let mostRunning = 0;
+    const fetch: FetchRobots = async (origin) => {
+      running++;
+      mostRunning = Math.max(mostRunning, running);
+      await new Promise<void>((resolve) => release.push(resolve));
+      running--;
+      return snapshotFor(origin, 'unavailable', clock.nowMs(), TTL_MS);
+    };
+    const entry = estimateSnapshotBytes(snapshotFor('http://x.test', 'unavailable', START_MS, TTL_MS));
+    const maxBytes = 100 * entry;
+    const cache = new RobotsCache({ fetch, clock, maxOrigins: 1000, maxBytes, fetchReserveBytes: Math.floor(maxBytes / 3) });
+    // Fill the store with 60 small entries, one at a time (each fetch reserves a third of the budget while it runs).
+    for (let i = 0; i < 60; i++) {
+      const got = cache.get(`http://s${i}.test`);
+      await new Promise((resolve) => setImmediate(resolve));
+      release.shift()!();
+      await got;
+    }
+    assert.equal(cache.stats().entries, 60);
+    // Five new origins at once: three reservations fit; the two others wait.
+    const pending = Array.from({ length: 5 }, (_, i) => cache.get(`http://new${i}.test`));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(running, 3);
+    assert.equal(cache.stats().fetchesWaiting, 2);
+    assert.equal(cache.stats().reservedBytes, 3 * Math.floor(maxBytes / 3));
+    assert.ok(cache.stats().bytes + cache.stats().reservedBytes <= maxBytes, 'stored entries made room for the fetches in flight');
+    assert.ok(cache.stats().entries <= 1, `${cache.stats().entries} entries left beside three reservations`);
+    while (release.length > 0 || running > 0 || cache.stats().fetchesWaiting > 0) {
+      release.shift()?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const done = await Promise.all(pending);
+    assert.ok(done.every((s) => s.info.state === 'unavailable'));
+    assert.equal(mostRunning, 3);
+    assert.deepEqual({ reserved: cache.stats().reservedBytes, waiting: cache.stats().fetchesWaiting }, { reserved: 0, waiting: 0 });
+  });
+});
+
+describe('RobotsCache byte budget through a real proxy', () => {
+  // gc() for this process, to read the heap after collection.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const heapUsed = (): number => {
+    gc();
+    gc();
+    return process.memoryUsage().heapUsed;
+  };
+
+  /** A robots.txt of about 150 KB (8,000 rules) for `host`: its own paths disallowed, /open/ allowed. */
+  const bigRobots = (host: string): string =>
+    'User-agent: *\nAllow: /open/\n' + Array.from({ length: 8000 }, (_, i) => `Disallow: /${host.slice(0, 8)}/section-${i}/page\n`).join('');
+
+  it('heap stays flat over many origins with big robots.txt files, and decisions stay right after eviction', async () => {
+    const robotsHits = new Map<string, number>();
+    const site = await startOrigin((req, res) => {
+      const host = String(req.headers.host).split(':')[0]!;
+      if (req.url === '/robots.txt') {
+        robotsHits.set(host, (robotsHits.get(host) ?? 0) + 1);
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return res.end(bigRobots(host));
+      }
+      res.end('page');
+    });
+    origins.push(site);
+    const cacheBytes = 16 * 1024 * 1024;
+    const proxy = await startTestProxy(
+      { https: { mode: 'tunnel' }, robots: { cacheBytes: '16MiB' } },
+      { resolve: fakeResolver((hostname) => (hostname.endsWith('.test') ? ['127.0.0.1'] : undefined)) },
+    );
+    try {
+      const visit = async (i: number): Promise<void> => {
+        const host = `site${i}.test`;
+        const denied = await proxyRequest(proxy.proxyAddress.port, `http://${host}:${site.port}/${host.slice(0, 8)}/section-7999/page`, { headers: { 'user-agent': 'MemBot/1.0' } });
+        assert.equal(denied.status, 403, host);
+        const open = await proxyRequest(proxy.proxyAddress.port, `http://${host}:${site.port}/open/x`, { headers: { 'user-agent': 'MemBot/1.0' } });
+        assert.equal(open.status, 200, host);
+      };
+      const one = estimateSnapshotBytes({ info: {} as never, robots: parseRobotsTxt(bigRobots('site0.test')) });
+      assert.ok(one > 2 * 1024 * 1024, `one snapshot is estimated at ${one} bytes`);
+      for (let i = 0; i < 20; i++) await visit(i);
+      const early = heapUsed();
+      for (let i = 20; i < 150; i++) {
+        await visit(i);
+        assert.ok(proxy.robotsCache.stats().bytes <= cacheBytes);
+      }
+      const late = heapUsed();
+      // Without the byte bound, 130 more origins keep about 130 x 3 MB.
+      assert.ok(late - early < 40 * 1024 * 1024, `heap grew by ${((late - early) / 1048576).toFixed(1)} MiB over 130 origins`);
+      const stats = proxy.robotsCache.stats();
+      assert.ok(stats.entries <= Math.floor(cacheBytes / one) && stats.entries >= 1, `${stats.entries} entries`);
+      assert.ok(stats.evictions >= 150 - stats.entries);
+      // The first origin was dropped long ago: its robots.txt is fetched again and decides as before.
+      await visit(0);
+      assert.equal(robotsHits.get('site0.test'), 2);
+    } finally {
+      await proxy.close();
+    }
   });
 });

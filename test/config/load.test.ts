@@ -157,6 +157,7 @@ describe('valid sample', () => {
         maxRedirects: 7,
         timeoutMs: 1_500,
         maxOrigins: 500,
+        cacheBytes: 67_108_864,
       },
       pacing: {
         model: 'end-to-start',

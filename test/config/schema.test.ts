@@ -33,6 +33,8 @@ describe('configSchema: values refused, with the key named', () => {
     [{ robots: { maxBytes: '1GiB' } }, 'robots.maxBytes'],
     [{ robots: { maxRedirects: 21 } }, 'robots.maxRedirects'],
     [{ robots: { maxOrigins: 0 } }, 'robots.maxOrigins'],
+    [{ robots: { cacheBytes: '512KiB' } }, 'robots.cacheBytes'],
+    [{ robots: { cacheBytes: 'lots' } }, 'robots.cacheBytes'],
     [{ robots: { timeout: '30d' } }, 'robots.timeout'], // beyond Node's timer range
     [{ pacing: { maxConcurrency: 0 } }, 'pacing.maxConcurrency'],
     [{ pacing: { maxQueue: -1 } }, 'pacing.maxQueue'],
