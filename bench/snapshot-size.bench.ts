@@ -1,8 +1,7 @@
 /**
  * Calibration check of the robots snapshot size estimate
  * (src/cache/snapshot-size.ts) against the heap. Prints figures; asserts
- * nothing. Run with `npm run bench:memory` (it needs `--expose-gc`, which the
- * script sets). Reads real files from ../shared/corpus/robots by path (all
+ * nothing. Run with `npm run bench:memory` (gc is exposed at run time). Reads real files from ../shared/corpus/robots by path (all
  * files of 16 KiB and more, and a fixed 12 % sample of the smaller ones) and
  * adds synthetic hostile files. Runtime: a few minutes.
  *
@@ -15,19 +14,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { parseRobotsTxt } from '../src/robots/index.js';
 import { ruleIndexOf } from '../src/robots/match.js';
 import { estimateRobotsBytes, featuresOf, type RobotsFeatures } from '../src/cache/snapshot-size.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-const heapUsed = (): number => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
+import { heapUsedAfterGc as heapUsed } from '../test/helpers/heap.js';
 
 const CORPUS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'corpus', 'robots');
 

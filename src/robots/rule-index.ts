@@ -54,7 +54,7 @@ interface IndexedRule {
   rule: Rule;
   /** Position in the winning order: longest pattern first, allow before disallow, then line (§2.2.2). */
   rank: number;
-  /** The indexed pattern's length in octets (a directory twin's own), times two, plus one for allow: the order across indexes. */
+  /** The match priority of the indexed pattern (`Rule.priority`, or a directory twin's own), times two, plus one for allow: the order across indexes. */
   priority: number;
   /** True for `<prefix>$`: the path must end where the prefix does. */
   isExact: boolean;
@@ -101,9 +101,9 @@ function literalPrefix(pattern: string): string {
 }
 
 /** Indexes `pattern`, whose literal prefix has `prefixLength` chars (§2.2.3: `*` anywhere, `$` only at the end). */
-function indexRule(rule: Rule, rank: number, pattern: string, prefixLength: number, isAllow: boolean): IndexedRule {
+function indexRule(rule: Rule, rank: number, pattern: string, prefixLength: number, matchPriority: number, isAllow: boolean): IndexedRule {
   const isAnchored = pattern.endsWith('$');
-  const priority = pattern.length * 2 + (isAllow ? 1 : 0);
+  const priority = matchPriority * 2 + (isAllow ? 1 : 0);
   if (prefixLength === pattern.length - (isAnchored ? 1 : 0)) return { rule, rank, priority, isExact: isAnchored, wildcard: undefined }; // no `*`
   const segments = pattern.slice(prefixLength + 1, isAnchored ? -1 : undefined).split('*');
   const last = segments.pop() ?? '';
@@ -215,9 +215,9 @@ export function buildRuleIndex(rules: readonly Rule[]): RuleIndex {
   // Array#sort is stable, so twins keep file order: the same order as a linear scan.
   entries.sort((a, b) => b.priority - a.priority || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);
   const root: PrefixNode = { label: '', rules: NO_RULES, codes: undefined, children: undefined };
-  entries.forEach(({ rule, pattern, isAllow }, rank) => {
+  entries.forEach(({ rule, pattern, priority, isAllow }, rank) => {
     const prefix = literalPrefix(pattern);
-    insert(root, prefix, indexRule(rule, rank, pattern, prefix.length, isAllow));
+    insert(root, prefix, indexRule(rule, rank, pattern, prefix.length, priority, isAllow));
   });
   finishNodes(root);
   return { root };
@@ -254,9 +254,9 @@ export function findRule(index: RuleIndex, path: string): Rule | undefined {
 export interface RuleMatch {
   rule: Rule;
   /**
-   * Twice the length in octets of the pattern that matched (for an
-   * index.html directory twin, the twin's), plus one for allow: the larger
-   * wins; on equal priority, the earlier `rule.line` (RFC 9309 §2.2.2).
+   * Twice the match priority of the pattern that matched (`Rule.priority`;
+   * for an index.html directory twin, the twin's), plus one for allow: the
+   * larger wins; on equal priority, the earlier `rule.line` (RFC 9309 §2.2.2).
    */
   priority: number;
 }

@@ -1,8 +1,6 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type * as http from 'node:http';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { RobotsCache, type FetchRobots } from '../../src/cache/robots-cache.js';
 import { RobotsFetcher } from '../../src/cache/robots-fetcher.js';
 import { estimateSnapshotBytes } from '../../src/cache/snapshot-size.js';
@@ -12,6 +10,7 @@ import { manualClock, startOrigin, type TestOrigin } from './support.js';
 import { startTestProxy } from '../helpers/harness.js';
 import { proxyRequest } from '../helpers/proxy-client.js';
 import { fakeResolver } from '../helpers/resolver.js';
+import { heapUsedAfterGc } from '../helpers/heap.js';
 
 const START_MS = 1_700_000_000_000;
 const TTL_MS = 3_600_000;
@@ -369,14 +368,7 @@ describe('RobotsCache byte budget', () => {
 });
 
 describe('RobotsCache byte budget through a real proxy', () => {
-  // gc() for this process, to read the heap after collection.
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const heapUsed = (): number => {
-    gc();
-    gc();
-    return process.memoryUsage().heapUsed;
-  };
+  const heapUsed = heapUsedAfterGc;
 
   /** A robots.txt of about 150 KB (8,000 rules) for `host`: its own paths disallowed, /open/ allowed. */
   const bigRobots = (host: string): string =>
