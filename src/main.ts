@@ -16,7 +16,7 @@ import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type Config } from './config/index.js';
 import { RobotsCache, RobotsFetcher, nextFetchAtMs } from './cache/index.js';
 import { Pacer } from './pacing/index.js';
-import { createLogger, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
+import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
 import { TargetGuard } from './proxy/target-guard.js';
@@ -25,6 +25,8 @@ import { RequestPipeline } from './proxy/pipeline.js';
 import { ConnectHandler } from './proxy/connect.js';
 import { UpgradeRelay } from './proxy/upgrade.js';
 import { ProxyServer } from './proxy/proxy-server.js';
+import { ConnectionGuard } from './proxy/connection-guard.js';
+import { readOpenFileLimit, resolveConnectionLimits } from './proxy/connection-limits.js';
 import { loadOrCreateCa, type CaMaterial } from './proxy/tls/certificate-authority.js';
 import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
 import { CertificateError, ConfigError } from './errors.js';
@@ -47,6 +49,8 @@ export interface RunningProxy {
   robotsCache: RobotsCache;
   pacer: Pacer;
   pipeline: RequestPipeline;
+  /** The proxy listener's connection caps and idle timeout, with the connections open now. */
+  connections: ConnectionGuard;
   /** Stops both listeners and releases every pool, timer and socket. */
   close(): Promise<void>;
 }
@@ -158,12 +162,14 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       retryAfterCapMs: config.pacing.maxRetryAfterMs,
       backoffBaseMs: config.pacing.backoffMs,
       backoffCapMs: config.pacing.maxBackoffMs,
+      maxSlotHoldMs: config.pacing.maxSlotHoldMs,
     },
     clock,
   );
   const forwarder = new UpstreamForwarder({
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     timeoutMs: config.upstream.timeoutMs,
+    responseWriteTimeoutMs: config.clients.responseWriteTimeoutMs,
     ...(upstreamTls ? { secureContext: upstreamTls } : {}),
     createConnector: (connectOptions) => guard.connector(connectOptions),
   });
@@ -175,21 +181,34 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     issuer = new LeafCertificateIssuer(ca, { leafValidityMs: config.https.leafTtlMs, clock });
   }
 
+  const connectionLimits = resolveConnectionLimits(config.clients, readOpenFileLimit());
+  for (const warning of connectionLimits.warnings) logger.warn({ event: 'connection-limits', openFileLimit: connectionLimits.openFileLimit ?? null }, warning);
+  let limitReporter: LimitReporter | undefined;
+  const onLimit = (event: Parameters<LimitReporter['report']>[0]): void => limitReporter?.report(event);
+  const connections = new ConnectionGuard({
+    maxConnections: connectionLimits.maxConnections,
+    maxConnectionsPerClient: connectionLimits.maxConnectionsPerClient,
+    idleTimeoutMs: config.clients.idleTimeoutMs,
+    onLimit,
+  });
+
   metrics = new ProxyMetrics({
     pacing: () => pacer.stats(),
+    connections: () => connections.stats(),
     robotsCache: () => {
       const stats = robotsCache.stats();
       return { size: stats.entries, bytes: stats.bytes + stats.reservedBytes, evictions: stats.evictions };
     },
     ...(issuer ? { tls: () => issuer.getStats() } : {}),
   });
+  limitReporter = new LimitReporter({ logger, metrics, clock });
   const onFinished = (entry: AccessEntry): void => {
     writeAccessLog(logger, entry);
     metrics?.observe(entry);
   };
 
   const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
-  const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished });
+  const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished, onLimit });
   upgrade.setPipeline(pipeline);
   const connect = new ConnectHandler({
     mode: config.https.mode,
@@ -205,7 +224,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
   });
-  const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished });
+  const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished, connections });
   const proxyAddress = await proxy.listen(config.listen.host, config.listen.port);
   guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
 
@@ -227,6 +246,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       },
       caCertPem: () => ca?.certPem,
       health: () => ({ ok: true }),
+      maxConnections: config.admin.maxConnections,
+      onLimit,
     });
     try {
       adminAddress = await admin.listen(config.admin.host, config.admin.port);
@@ -238,7 +259,13 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     }
   }
   logger.info(
-    { event: 'listening', proxy: `${proxyAddress.address}:${proxyAddress.port}`, admin: adminAddress ? `${adminAddress.address}:${adminAddress.port}` : null, httpsMode: config.https.mode },
+    {
+      event: 'listening',
+      proxy: `${proxyAddress.address}:${proxyAddress.port}`,
+      admin: adminAddress ? `${adminAddress.address}:${adminAddress.port}` : null,
+      httpsMode: config.https.mode,
+      connections: { ...connections.limits, openFileLimit: connectionLimits.openFileLimit ?? null },
+    },
     'robots-proxy is listening',
   );
 
@@ -250,6 +277,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     robotsCache,
     pacer,
     pipeline,
+    connections,
     async close() {
       pacer.close();
       connect.close();

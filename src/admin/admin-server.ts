@@ -15,6 +15,7 @@ import type { Decision } from '../policy/decision.js';
 import type { ParseWarning } from '../robots/types.js';
 import type { ProxyMetrics } from '../audit/metrics.js';
 import type { RobotsView } from './robots-view.js';
+import type { LimitEvent } from '../audit/limit-events.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /** What `/healthz` reports. */
@@ -55,6 +56,13 @@ export interface AdminServerOptions {
   explainTimeoutMs?: number;
   /** Timer source for the explain timeout. @default systemClock */
   clock?: Clock;
+  /**
+   * Connections open at once; one more is closed at once (Node's `maxConnections`). Keeps the
+   * admin listener within the descriptors reserved for it. @default 32
+   */
+  maxConnections?: number;
+  /** Told of each connection closed over `maxConnections` (counted and logged as `admin-max-connections`). */
+  onLimit?: (event: LimitEvent) => void;
 }
 
 /** Error codes in admin JSON error bodies (`{"error": code}`); stable, branch on these. */
@@ -76,6 +84,7 @@ export type AdminErrorCode =
 
 const DEFAULT_MAX_URL_BYTES = 8192;
 const DEFAULT_EXPLAIN_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_CONNECTIONS = 32;
 /** Slowloris bounds: whole headers within 10 s, a whole request within 30 s. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -125,6 +134,20 @@ export class AdminServer {
       },
     );
     this.#server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    this.#server.maxConnections = maxConnections;
+    // Node closes a connection over the cap before any listener sees it; this is the one trace of it.
+    this.#server.on('drop', (data?: { remoteAddress?: string }) => {
+      options.onLimit?.({
+        kind: 'connection-refused',
+        limit: 'admin-max-connections',
+        client: data?.remoteAddress ?? '',
+        cap: maxConnections,
+        open: maxConnections,
+        openFromClient: 0,
+        answered: false,
+      });
+    });
   }
 
   /**

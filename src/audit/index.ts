@@ -10,6 +10,15 @@ export {
 } from './access-log.js';
 export { createLogger, type LoggerLevel, type LoggerOptions } from './logger.js';
 export {
+  CONNECTION_LIMIT_NAMES,
+  LimitReporter,
+  SLOT_HOLD_WAITING_ON,
+  type ConnectionLimitName,
+  type LimitEvent,
+  type LimitReporterOptions,
+  type SlotHoldWaitingOn,
+} from './limit-events.js';
+export {
   METRIC_NAME,
   ProxyMetrics,
   type MetricsStatsSources,

@@ -8,6 +8,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DECISION_REASONS, type DecisionReason, type SnapshotInfo, type Verdict } from '../policy/decision.js';
 import type { AccessEntry } from './access-entry.js';
+import { CONNECTION_LIMIT_NAMES, SLOT_HOLD_WAITING_ON, type LimitEvent } from './limit-events.js';
 
 /** Prefix of every metric of ours (default process metrics keep prom-client's names). */
 export const METRIC_PREFIX = 'robots_proxy_';
@@ -38,7 +39,27 @@ export const METRIC_NAME = {
   tlsLeavesIssued: `${METRIC_PREFIX}tls_leaf_certificates_issued_total`,
   /** Counter: leaf certificate lookups answered from the cache since start. */
   tlsLeafCacheHits: `${METRIC_PREFIX}tls_leaf_certificate_cache_hits_total`,
+  /** Gauge: client connections open on the proxy listener (CONNECT tunnels included). */
+  clientConnectionsOpen: `${METRIC_PREFIX}client_connections_open`,
+  /** Counter {limit}: client connections refused over `clients.maxConnections` or `maxConnectionsPerClient`. */
+  clientConnectionsRefused: `${METRIC_PREFIX}client_connections_refused_total`,
+  /** Counter {kind}: client connections or requests cut by a client timeout (`idle`, `request-body`, `response-write`). */
+  clientTimeouts: `${METRIC_PREFIX}client_timeouts_total`,
+  /** Counter {waiting_on}: start slots released because a request held one past `pacing.maxSlotHold`. */
+  slotHoldExceeded: `${METRIC_PREFIX}pacing_slot_hold_exceeded_total`,
 } as const;
+
+/** Values of the `kind` label of {@link METRIC_NAME.clientTimeouts}. */
+export type ClientTimeoutKind = 'idle' | 'request-body' | 'response-write';
+
+/** Every {@link ClientTimeoutKind}, pre-registered at 0. */
+export const CLIENT_TIMEOUT_KINDS: readonly ClientTimeoutKind[] = ['idle', 'request-body', 'response-write'];
+
+/** Access-entry error codes of the request-level client timeouts, by kind. */
+const CLIENT_TIMEOUT_KIND_BY_ERROR: Readonly<Record<string, ClientTimeoutKind>> = {
+  CLIENT_BODY_TIMEOUT: 'request-body',
+  CLIENT_WRITE_TIMEOUT: 'response-write',
+};
 
 /** Values of the `status_class` label: `1xx` (e.g. 101 for an Upgrade) to `5xx`, or `error` when no valid answer arrived. */
 export type UpstreamStatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'error';
@@ -70,6 +91,7 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'queue-full': ['deny'],
   'bad-request': ['deny'],
   'upstream-error': ['allow'],
+  'client-timeout': ['allow'],
   misdirected: ['deny'],
   'tunnel-denied': ['deny'],
   'internal-error': ['deny'],
@@ -88,6 +110,8 @@ export interface MetricsStatsSources {
   robotsCache?: () => { size: number; bytes: number; evictions: number };
   /** Leaf certificate counters since start (monotonic). */
   tls?: () => { issued: number; cacheHits: number };
+  /** Client connections open on the proxy listener. */
+  connections?: () => { open: number };
 }
 
 /** Options of {@link ProxyMetrics}. */
@@ -119,6 +143,9 @@ export class ProxyMetrics {
   readonly #queueWait: Histogram<string>;
   readonly #upstream: Counter<'status_class'>;
   readonly #robotsFetches: Counter<'state'>;
+  readonly #connectionsRefused: Counter<'limit'>;
+  readonly #clientTimeouts: Counter<'kind'>;
+  readonly #slotHoldExceeded: Counter<'waiting_on'>;
 
   /**
    * @param sources callbacks for the gauges, read at each scrape; a callback
@@ -165,6 +192,27 @@ export class ProxyMetrics {
       registers,
     });
     for (const state of ROBOTS_FETCH_STATES) this.#robotsFetches.inc({ state }, 0);
+    this.#connectionsRefused = new Counter({
+      name: METRIC_NAME.clientConnectionsRefused,
+      help: 'Client connections refused by a connection cap (answered 503/429, or closed), by limit.',
+      labelNames: ['limit'],
+      registers,
+    });
+    for (const limit of CONNECTION_LIMIT_NAMES) this.#connectionsRefused.inc({ limit }, 0);
+    this.#clientTimeouts = new Counter({
+      name: METRIC_NAME.clientTimeouts,
+      help: 'Client connections or requests cut by a client timeout: idle, request-body or response-write.',
+      labelNames: ['kind'],
+      registers,
+    });
+    for (const kind of CLIENT_TIMEOUT_KINDS) this.#clientTimeouts.inc({ kind }, 0);
+    this.#slotHoldExceeded = new Counter({
+      name: METRIC_NAME.slotHoldExceeded,
+      help: 'Start slots released because a request held one past pacing.maxSlotHold, by what it was waiting on.',
+      labelNames: ['waiting_on'],
+      registers,
+    });
+    for (const waitingOn of SLOT_HOLD_WAITING_ON) this.#slotHoldExceeded.inc({ waiting_on: waitingOn }, 0);
     registerStatsMetrics(sources, registers);
     if (options.collectDefaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
@@ -192,6 +240,23 @@ export class ProxyMetrics {
     } else if (reason === 'upstream-error' || entry.timings.upstreamMs !== null) {
       this.#upstream.inc({ status_class: 'error' });
     }
+    const timeoutKind = reason === 'client-timeout' && entry.error !== null ? CLIENT_TIMEOUT_KIND_BY_ERROR[entry.error] : undefined;
+    if (timeoutKind !== undefined) this.#clientTimeouts.inc({ kind: timeoutKind });
+  }
+
+  /** Counts one limit hit that is not a request (see {@link LimitEvent}). Never throws. */
+  observeLimit(event: LimitEvent): void {
+    switch (event.kind) {
+      case 'connection-refused':
+        this.#connectionsRefused.inc({ limit: event.limit });
+        return;
+      case 'client-idle-timeout':
+        this.#clientTimeouts.inc({ kind: 'idle' });
+        return;
+      case 'slot-hold-exceeded':
+        this.#slotHoldExceeded.inc({ waiting_on: event.waitingOn });
+        return;
+    }
   }
 
   /** Counts one robots.txt fetch by how it ended (RFC 9309 §2.3.1). Never throws. */
@@ -210,7 +275,17 @@ export class ProxyMetrics {
 
 /** Registers the gauges and counters read from the stats callbacks. */
 function registerStatsMetrics(sources: MetricsStatsSources, registers: Registry[]): void {
-  const { pacing, robotsCache, tls } = sources;
+  const { pacing, robotsCache, tls, connections } = sources;
+  if (connections) {
+    new Gauge({
+      name: METRIC_NAME.clientConnectionsOpen,
+      help: 'Client connections open on the proxy listener (CONNECT tunnels included).',
+      registers,
+      collect() {
+        this.set(connections().open);
+      },
+    });
+  }
   if (robotsCache) {
     new Gauge({
       name: METRIC_NAME.robotsCacheOrigins,

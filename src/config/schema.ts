@@ -7,7 +7,9 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import type {
+  ClientsConfig,
   Config,
+  ConnectionCap,
   HostOverride,
   HttpsConfig,
   PacingConfig,
@@ -57,6 +59,19 @@ function int(min: number, max: number) {
 
 const port = () => int(0, 65_535);
 
+/** Largest connection cap that may be written (a sanity bound; the open-file limit lowers it further). */
+const MAX_CONNECTION_CAP = 1_000_000;
+
+/** A connection cap: `auto` or an integer 1..{@link MAX_CONNECTION_CAP}. */
+function connectionCap() {
+  return z.unknown().transform((value, ctx): ConnectionCap => {
+    if (value === 'auto') return 'auto';
+    if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_CONNECTION_CAP) return value;
+    ctx.issues.push({ code: 'custom', message: `must be auto or an integer 1..${MAX_CONNECTION_CAP}, got ${JSON.stringify(value)}`, input: value });
+    return z.NEVER;
+  });
+}
+
 /** DNS name (labels of letters, digits, `-`, `_`) or an IP address; no scheme, port or path. */
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
 const bindHost = () =>
@@ -74,7 +89,24 @@ function section<S extends z.ZodRawShape>(shape: S) {
 const MAX_ROBOTS_TTL_MS = DAY_MS;
 
 const listenShape = { host: bindHost().default('127.0.0.1'), port: port().default(8080) };
-const adminShape = { host: bindHost().default('127.0.0.1'), port: port().default(9090), enabled: z.boolean().default(true) };
+const adminShape = {
+  host: bindHost().default('127.0.0.1'),
+  port: port().default(9090),
+  enabled: z.boolean().default(true),
+  maxConnections: int(1, 1024).default(32),
+};
+
+/** Descriptors the process needs besides client, admin and upstream sockets (stdio, log, listeners, DNS). */
+const OWN_DESCRIPTORS = 16;
+
+const clientsShape = {
+  maxConnections: connectionCap().prefault('auto'),
+  maxConnectionsPerClient: connectionCap().prefault('auto'),
+  reservedDescriptors: int(OWN_DESCRIPTORS, MAX_CONNECTION_CAP).default(128),
+  idleTimeout: duration(1, HOUR_MS).prefault('10s'),
+  requestBodyTimeout: duration(1, HOUR_MS).prefault('30s'),
+  responseWriteTimeout: duration(1, HOUR_MS).prefault('30s'),
+};
 
 const robotsShape = {
   userAgent: z
@@ -104,6 +136,7 @@ const pacingShape = {
   maxRetryAfter: duration(SECOND_MS).prefault('10m'),
   // Above Node's 24.8-day timer limit on purpose: pacing timers are chained (src/clock.ts).
   maxCrawlDelay: duration(SECOND_MS, 30 * DAY_MS).prefault('24h'),
+  maxSlotHold: duration(1).prefault('30s'),
 };
 
 const upstreamShape = {
@@ -166,6 +199,22 @@ const pacingSchema = section(pacingShape).transform((p, ctx): PacingConfig => {
     maxBackoffMs: p.maxBackoff ?? Math.max(5 * MINUTE_MS, p.backoff),
     maxRetryAfterMs: p.maxRetryAfter,
     maxCrawlDelayMs: p.maxCrawlDelay,
+    maxSlotHoldMs: p.maxSlotHold,
+  };
+});
+
+const clientsSchema = section(clientsShape).transform((c, ctx): ClientsConfig => {
+  const { maxConnections, maxConnectionsPerClient } = c;
+  if (typeof maxConnections === 'number' && typeof maxConnectionsPerClient === 'number' && maxConnectionsPerClient > maxConnections) {
+    fail(ctx.issues, ['maxConnectionsPerClient'], `must not exceed maxConnections (${maxConnections})`, maxConnectionsPerClient);
+  }
+  return {
+    maxConnections,
+    maxConnectionsPerClient,
+    reservedDescriptors: c.reservedDescriptors,
+    idleTimeoutMs: c.idleTimeout,
+    requestBodyTimeoutMs: c.requestBodyTimeout,
+    responseWriteTimeoutMs: c.responseWriteTimeout,
   };
 });
 
@@ -232,6 +281,7 @@ const httpsSchema = section(httpsShape).transform((h, ctx): HttpsConfig => {
 const rootShape = {
   listen: section(listenShape),
   admin: section(adminShape),
+  clients: clientsSchema,
   robots: robotsSchema,
   pacing: pacingSchema,
   upstream: upstreamSchema,
@@ -254,6 +304,11 @@ export const configSchema: z.ZodType<Config> = z.strictObject(rootShape).transfo
   if (admin.enabled && listen.port !== 0 && listen.port === admin.port && sameHost) {
     fail(ctx.issues, ['admin', 'port'], `must differ from listen.port (${listen.port})`, admin.port);
   }
+  // The reserve is what keeps the admin API reachable when the proxy is saturated.
+  const minReserve = admin.maxConnections + OWN_DESCRIPTORS;
+  if (admin.enabled && c.clients.reservedDescriptors < minReserve) {
+    fail(ctx.issues, ['clients', 'reservedDescriptors'], `must be at least admin.maxConnections + ${OWN_DESCRIPTORS} (${minReserve})`, c.clients.reservedDescriptors);
+  }
   return c;
 });
 
@@ -261,6 +316,7 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   '': Object.keys(rootShape),
   listen: Object.keys(listenShape),
   admin: Object.keys(adminShape),
+  clients: Object.keys(clientsShape),
   robots: Object.keys(robotsShape),
   pacing: Object.keys(pacingShape),
   upstream: Object.keys(upstreamShape),

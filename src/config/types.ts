@@ -27,6 +27,50 @@ export interface ListenConfig {
 export interface AdminConfig extends ListenConfig {
   /** Whether the admin listener starts at all. @default true */
   readonly enabled: boolean;
+  /**
+   * Admin connections open at once, 1..1024; one more is closed at once. Their descriptors come
+   * out of `clients.reservedDescriptors`, so the admin API stays reachable when the proxy is
+   * saturated. @default 32
+   */
+  readonly maxConnections: number;
+}
+
+/**
+ * A connection cap as written: a number, or `auto` to derive it from the process's open-file
+ * limit (see `resolveConnectionLimits` in `proxy/connection-limits.ts`).
+ */
+export type ConnectionCap = number | 'auto';
+
+/** Client connections to the proxy listener and their timeouts (extension, not in RFC 9309). */
+export interface ClientsConfig {
+  /**
+   * Connections to the proxy listener open at once, CONNECT tunnels included; one more is
+   * answered `503` + `Retry-After` and closed. `auto`: half of the open-file limit left after
+   * `reservedDescriptors` (each connection may need an upstream socket too), at most 10 000.
+   * A number above that ceiling is lowered to it, with a warning. @default 'auto'
+   */
+  readonly maxConnections: ConnectionCap;
+  /**
+   * Connections open at once from one client address (IPv4-mapped IPv6 counts as IPv4); one more
+   * is answered `429` + `Retry-After` and closed. `auto`: a quarter of `maxConnections`, at most
+   * 256. Never above `maxConnections`. @default 'auto'
+   */
+  readonly maxConnectionsPerClient: ConnectionCap;
+  /**
+   * Open files kept out of the connection cap for everything else: admin connections, robots.txt
+   * fetches, log files, the CA, DNS. @default 128
+   */
+  readonly reservedDescriptors: number;
+  /**
+   * Longest time a client connection may stay open with no request in progress, ms: from accept
+   * to a complete request head, and from the end of a response to the next request head. Also
+   * the `Keep-Alive: timeout` the proxy advertises. @default 10_000
+   */
+  readonly idleTimeoutMs: number;
+  /** Longest silence while a request body is being read from the client, ms; exceeded: 408 and close. @default 30_000 */
+  readonly requestBodyTimeoutMs: number;
+  /** Longest time the client may leave response bytes unread, ms; exceeded: the connection is closed. @default 30_000 */
+  readonly responseWriteTimeoutMs: number;
 }
 
 /** Fetching and caching robots.txt (RFC 9309 §2.3, §2.4, §2.5). */
@@ -93,6 +137,12 @@ export interface PacingConfig {
    * value shows in the robots snapshot's warnings. @default 86_400_000 (24 h)
    */
   readonly maxCrawlDelayMs: number;
+  /**
+   * Longest time one request holds its origin's start slot, ms. Past it the slot is released
+   * (the next request may start, still spaced by the crawl-delay from this one's start) and the
+   * transfer goes on, bounded by the `clients` and `upstream` timeouts. @default 30_000
+   */
+  readonly maxSlotHoldMs: number;
 }
 
 /** Forwarding to the target origin. */
@@ -142,6 +192,7 @@ export interface LogConfig {
 export interface Config {
   readonly listen: ListenConfig;
   readonly admin: AdminConfig;
+  readonly clients: ClientsConfig;
   readonly robots: RobotsConfig;
   readonly pacing: PacingConfig;
   readonly upstream: UpstreamConfig;

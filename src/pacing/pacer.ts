@@ -15,13 +15,14 @@ import {
 } from './origin-timing.js';
 import { checkRequestLimits, resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from './pacing-options.js';
 import { applyRelease, createOverloadState, overloadHoldUntilMs, type OverloadState } from './overload.js';
-import type { AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, Slot } from './types.js';
+import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, Slot } from './types.js';
 
 interface Waiter {
   readonly delayMs: number;
   readonly maxConcurrency: number;
   readonly enqueuedAtMs: number;
   readonly signal: AbortSignal | undefined;
+  readonly onHoldExceeded: ((heldMs: number) => void) | undefined;
   readonly resolve: (outcome: AcquireOutcome) => void;
   onAbort: (() => void) | undefined;
 }
@@ -61,6 +62,8 @@ export const SEND_LATENCY_TOLERANCE_MS = 1;
  *   its own delay has passed by the model's measure, and nothing else starts until it is released.
  * - A request with delay 0 starts when at most `maxConcurrency - 1` others (all undelayed) are in flight.
  * - An upstream 429/503 (reported through {@link Slot.release}) pauses the origin; see `overload.ts`.
+ * - A slot held for `maxSlotHoldMs` is released by the pacer (its holder is told): no holder, slow
+ *   or stalled, keeps an origin's queue waiting longer. Spacing still counts from its start.
  * - An origin's state is dropped once it is idle and no longer constrains a start: its pause,
  *   `idleRetentionMs` and the largest delay seen there have passed since its last start or end,
  *   and so has its overload recovery memory (see `idleRetentionMs` for the one inexact case).
@@ -72,6 +75,8 @@ export class Pacer {
   readonly #options: ResolvedPacingOptions;
   readonly #clock: Clock;
   readonly #origins = new Map<string, OriginState>();
+  /** Hold timers of granted slots (`maxSlotHoldMs`), cleared on release and on close. */
+  readonly #holdTimers = new Set<unknown>();
   #isClosed = false;
 
   /**
@@ -94,11 +99,11 @@ export class Pacer {
    * @param origin `scheme://host[:port]`, already normalised; the queue key.
    * @param delayMs this request's delay, ms: the crawl-delay of the group that applied to its
    *   agent, raised to any operator minimum for the origin (the caller computes it). 0: no spacing.
-   * @param options.maxConcurrency per-origin override of `maxConcurrency` (integer >= 1).
+   * @param options see {@link AcquireOptions} (abort signal, concurrency override, hold callback).
    * @returns a promise of the outcome; it rejects with RangeError when `delayMs` is not a finite
    *   number >= 0 or `maxConcurrency` is not an integer >= 1.
    */
-  acquire(origin: string, delayMs: number, options: { signal?: AbortSignal; maxConcurrency?: number } = {}): Promise<AcquireOutcome> {
+  acquire(origin: string, delayMs: number, options: AcquireOptions = {}): Promise<AcquireOutcome> {
     try {
       checkRequestLimits(delayMs, options.maxConcurrency);
     } catch (error) {
@@ -111,7 +116,7 @@ export class Pacer {
     const nowMs = this.#clock.nowMs();
     if (state.queue.length === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
       this.#remember(state, delayMs, maxConcurrency);
-      return Promise.resolve({ granted: true, slot: this.#start(state, delayMs, nowMs, nowMs) });
+      return Promise.resolve({ granted: true, slot: this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded) });
     }
     const expectedWaitMs = this.#expectedWaitMs(state, delayMs, nowMs);
     const isQueueFull = state.queue.length >= this.#options.maxQueue;
@@ -130,7 +135,7 @@ export class Pacer {
       });
     }
     return new Promise<AcquireOutcome>((resolve) => {
-      const waiter: Waiter = { delayMs, maxConcurrency, enqueuedAtMs: nowMs, signal: options.signal, resolve, onAbort: undefined };
+      const waiter: Waiter = { delayMs, maxConcurrency, enqueuedAtMs: nowMs, signal: options.signal, onHoldExceeded: options.onHoldExceeded, resolve, onAbort: undefined };
       if (waiter.signal) {
         waiter.onAbort = () => this.#abandon(state, waiter);
         waiter.signal.addEventListener('abort', waiter.onAbort, { once: true });
@@ -169,6 +174,8 @@ export class Pacer {
   close(): void {
     if (this.#isClosed) return;
     this.#isClosed = true;
+    for (const timer of this.#holdTimers) this.#clock.clearTimer(timer);
+    this.#holdTimers.clear();
     for (const state of this.#origins.values()) {
       this.#clearTimer(state);
       for (const waiter of state.queue.splice(0)) this.#settle(waiter, { granted: false, refusal: { reason: 'closed' } });
@@ -233,7 +240,7 @@ export class Pacer {
       if (readyMs > nowMs) return this.#armTimer(state, readyMs - nowMs);
       state.queue.shift();
       state.queuedDelayMs = state.queue.length === 0 ? 0 : state.queuedDelayMs - head.delayMs;
-      this.#settle(head, { granted: true, slot: this.#start(state, head.delayMs, head.enqueuedAtMs, nowMs) });
+      this.#settle(head, { granted: true, slot: this.#start(state, head.delayMs, head.enqueuedAtMs, nowMs, head.onHoldExceeded) });
     }
     if (state.inFlight > 0) return;
     const forgetAtMs = Math.max(
@@ -245,13 +252,40 @@ export class Pacer {
     else this.#armTimer(state, forgetAtMs - nowMs);
   }
 
-  #start(state: OriginState, delayMs: number, enqueuedAtMs: number, nowMs: number): Slot {
+  #start(state: OriginState, delayMs: number, enqueuedAtMs: number, nowMs: number, onHoldExceeded: ((heldMs: number) => void) | undefined): Slot {
     state.inFlight += 1;
     if (delayMs > 0) state.inFlightDelayed += 1;
     state.startSeq += 1;
     recordStart(state.timing, nowMs, this.#options);
     const seq = state.startSeq;
     let isReleased = false;
+    /** Released by the hold bound: the holder's own release may still report an overload answer. */
+    let isReclaimed = false;
+    let holdTimer: unknown;
+    const free = (outcome: ReleaseOutcome | undefined): void => {
+      isReleased = true;
+      if (holdTimer !== undefined) {
+        this.#clock.clearTimer(holdTimer);
+        this.#holdTimers.delete(holdTimer);
+      }
+      const endMs = this.#clock.nowMs();
+      state.inFlight -= 1;
+      if (delayMs > 0) state.inFlightDelayed -= 1;
+      recordEnd(state.timing, endMs);
+      applyRelease(state.overload, state.timing, seq, state.startSeq, outcome, endMs, state.maxConcurrencySeen, this.#options);
+      this.#pump(state);
+    };
+    if (this.#options.maxSlotHoldMs > 0) {
+      holdTimer = this.#clock.setTimer(() => {
+        this.#holdTimers.delete(holdTimer);
+        holdTimer = undefined;
+        if (isReleased || this.#isClosed) return;
+        isReclaimed = true;
+        free(undefined);
+        onHoldExceeded?.(this.#clock.nowMs() - nowMs);
+      }, this.#options.maxSlotHoldMs);
+      this.#holdTimers.add(holdTimer);
+    }
     return {
       origin: state.origin,
       delayMs,
@@ -271,14 +305,18 @@ export class Pacer {
         if (starts.length > 0 && starts[starts.length - 1] === last) starts[starts.length - 1] = sentMs;
       },
       release: (outcome?: ReleaseOutcome) => {
-        if (isReleased || this.#isClosed) return;
-        isReleased = true;
-        const endMs = this.#clock.nowMs();
-        state.inFlight -= 1;
-        if (delayMs > 0) state.inFlightDelayed -= 1;
-        recordEnd(state.timing, endMs);
-        applyRelease(state.overload, state.timing, seq, state.startSeq, outcome, endMs, state.maxConcurrencySeen, this.#options);
-        this.#pump(state);
+        if (this.#isClosed) return;
+        if (isReclaimed) {
+          // The slot was freed at the hold bound; the origin's answer still counts (a late 429/503 pauses it).
+          isReclaimed = false;
+          // An origin state dropped meanwhile (idle) is not revived: its successor must not be touched.
+          if (outcome?.status === undefined || this.#origins.get(state.origin) !== state) return;
+          applyRelease(state.overload, state.timing, seq, state.startSeq, outcome, this.#clock.nowMs(), state.maxConcurrencySeen, this.#options);
+          this.#pump(state);
+          return;
+        }
+        if (isReleased) return;
+        free(outcome);
       },
     };
   }

@@ -41,6 +41,12 @@ export interface PacingOptions {
    * @default 60000
    */
   idleRetentionMs?: number;
+  /**
+   * Longest time one granted slot is held, ms (> 0), or 0 for no bound. Past it the pacer
+   * releases the slot itself (the holder is told through `onHoldExceeded`): a slow client or a
+   * long transfer cannot keep an origin's queue waiting for longer. @default 0
+   */
+  maxSlotHoldMs?: number;
   /** Source of numbers in [0, 1) for backoff jitter; inject for tests. @default Math.random */
   random?: () => number;
 }
@@ -67,6 +73,7 @@ export function resolvePacingOptions(options: PacingOptions): ResolvedPacingOpti
     backoffBaseMs: options.backoffBaseMs ?? 1000,
     backoffCapMs: options.backoffCapMs ?? 60_000,
     idleRetentionMs: options.idleRetentionMs ?? 60_000,
+    maxSlotHoldMs: options.maxSlotHoldMs ?? 0,
     random: options.random ?? Math.random,
   };
   if (!['start-to-start', 'end-to-start', 'window'].includes(resolved.model)) {
@@ -77,6 +84,7 @@ export function resolvePacingOptions(options: PacingOptions): ResolvedPacingOpti
   requireAtLeast('maxWaitMs', resolved.maxWaitMs, 0);
   requireAtLeast('retryAfterCapMs', resolved.retryAfterCapMs, 0);
   requireAtLeast('idleRetentionMs', resolved.idleRetentionMs, 0);
+  requireAtLeast('maxSlotHoldMs', resolved.maxSlotHoldMs, 0);
   requirePositive('windowMs', resolved.windowMs);
   requirePositive('backoffBaseMs', resolved.backoffBaseMs);
   requireAtLeast('backoffCapMs', resolved.backoffCapMs, resolved.backoffBaseMs);

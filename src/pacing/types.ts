@@ -31,9 +31,25 @@ export interface Slot {
   /**
    * Ends the request: frees its concurrency, records its end (the `end-to-start` model measures
    * from here) and applies an overload answer (429/503: pause; other status: recovery step).
-   * Later calls, and calls after `close()`, do nothing. Never throws.
+   * Later calls, and calls after `close()`, do nothing; except that after the pacer released the
+   * slot itself (`maxSlotHoldMs`), the first call still applies its overload answer, so a late
+   * 429/503 still pauses the origin. Never throws.
    */
   release(outcome?: ReleaseOutcome): void;
+}
+
+/** Options of one `Pacer.acquire` call. */
+export interface AcquireOptions {
+  /** Aborting it while the request waits takes it out of the queue (`aborted`). */
+  signal?: AbortSignal;
+  /** Per-origin override of `maxConcurrency` (integer >= 1). */
+  maxConcurrency?: number;
+  /**
+   * Called once when the pacer releases the granted slot itself because it was held for
+   * `maxSlotHoldMs` (the holder may log it and carry on; its own `release` is then a no-op but
+   * for the overload answer). `heldMs`: time since the slot was granted.
+   */
+  onHoldExceeded?: (heldMs: number) => void;
 }
 
 /**

@@ -19,6 +19,9 @@ import type { RuleKind } from '../robots/types.js';
  * - `queue-full`: the per-origin queue is full or the wait would exceed `pacing.maxWait`.
  * - `bad-request`: not a proxy request (no absolute URL, bad host).
  * - `upstream-error`: allowed, but the upstream failed or timed out.
+ * - `client-timeout`: allowed, but the client was too slow: its request body stalled past
+ *   `clients.requestBodyTimeout` (408), or it left the response unread past
+ *   `clients.responseWriteTimeout` (the connection is closed).
  * - `misdirected`: inside a CONNECT tunnel, the request names another origin than the CONNECT target.
  * - `tunnel-denied`: CONNECT refused because `https.mode` is `deny`.
  * - `internal-error`: the proxy failed while handling the request (a bug caught by an error boundary; answered 500).
@@ -36,6 +39,7 @@ export type DecisionReason =
   | 'queue-full'
   | 'bad-request'
   | 'upstream-error'
+  | 'client-timeout'
   | 'misdirected'
   | 'tunnel-denied'
   | 'internal-error';
@@ -54,6 +58,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'queue-full',
   'bad-request',
   'upstream-error',
+  'client-timeout',
   'misdirected',
   'tunnel-denied',
   'internal-error',

@@ -30,7 +30,17 @@ export interface ForwarderOptions {
   maxOrigins?: number;
   /** Connections per origin pool. @default 64 */
   connectionsPerOrigin?: number;
+  /**
+   * Longest time the client may leave response bytes unread, ms: a write that waits for the
+   * client's socket to drain (TCP backpressure) this long, or a response end not flushed in this
+   * time, closes the client connection and abandons the upstream exchange (`CLIENT_WRITE_TIMEOUT`).
+   * 0: no bound. @default 0
+   */
+  responseWriteTimeoutMs?: number;
 }
+
+/** Error code of a relay cut because the client did not read the response in time. */
+export const CLIENT_WRITE_TIMEOUT = 'CLIENT_WRITE_TIMEOUT';
 
 /** One request to send upstream. Headers must already be forwardable (no hop-by-hop fields). */
 export interface UpstreamRequest {
@@ -53,6 +63,11 @@ export interface RelayHooks {
    * The body follows into the same response.
    */
   onResponseHead(status: number, headers: IncomingHttpHeaders): void;
+  /**
+   * The upstream response ended (the origin's part is over); the last bytes may still be on
+   * their way to the client, and the relay settles once they are flushed. Optional.
+   */
+  onUpstreamEnd?(): void;
 }
 
 /** How a relay ended. */
@@ -65,6 +80,8 @@ export interface RelayOutcome {
   error: string | undefined;
   /** True when the client went away first (the upstream exchange was aborted). */
   clientAborted: boolean;
+  /** True when the upstream response had ended (whatever happened to its delivery to the client). */
+  upstreamEnded: boolean;
 }
 
 /** Error codes that mean the upstream did not answer in time (answered 504). */
@@ -89,32 +106,65 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
   private status: number | undefined;
   private bytesSent = 0;
   private clientAborted = false;
+  private upstreamEnded = false;
+  private writeTimedOut = false;
+  private writeTimer: NodeJS.Timeout | undefined;
   private settled = false;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly hooks: RelayHooks,
+    private readonly writeTimeoutMs: number,
     private readonly settle: (outcome: RelayOutcome) => void,
   ) {
     res.once('close', this.onClientClose);
   }
 
   private readonly onClientClose = (): void => {
-    if (this.res.writableFinished || this.settled) return;
+    if (this.res.writableFinished || this.settled || this.writeTimedOut) return;
     this.clientAborted = true;
-    this.controller?.abort(new Error('client closed the connection'));
-    // Queued in undici and never started: nothing will call back; settle now.
-    if (this.controller === undefined) this.finish(undefined);
+    // Upstream done (or never started): nothing will call back; settle now.
+    if (this.upstreamEnded || this.controller === undefined) return this.finish(undefined);
+    this.controller.abort(new Error('client closed the connection'));
   };
 
-  private readonly onDrain = (): void => this.controller?.resume();
+  private readonly onDrain = (): void => {
+    this.clearWriteTimer();
+    this.controller?.resume();
+  };
+
+  private readonly onFlushed = (): void => this.finish(undefined);
+
+  /** The client has `writeTimeoutMs` to take the bytes waiting for it. */
+  private armWriteTimer(): void {
+    if (this.writeTimeoutMs <= 0 || this.writeTimer !== undefined) return;
+    this.writeTimer = setTimeout(this.onWriteTimeout, this.writeTimeoutMs);
+    this.writeTimer.unref();
+  }
+
+  private clearWriteTimer(): void {
+    clearTimeout(this.writeTimer);
+    this.writeTimer = undefined;
+  }
+
+  private readonly onWriteTimeout = (): void => {
+    this.writeTimer = undefined;
+    if (this.settled) return;
+    this.writeTimedOut = true;
+    // Headers are out: a close is the only answer left. The origin's exchange is abandoned too.
+    this.res.destroy();
+    if (this.upstreamEnded || this.controller === undefined) return this.finish(CLIENT_WRITE_TIMEOUT);
+    this.controller.abort(Object.assign(new Error('the client did not read the response in time'), { code: CLIENT_WRITE_TIMEOUT }));
+  };
 
   private finish(error: string | undefined): void {
     if (this.settled) return;
     this.settled = true;
+    this.clearWriteTimer();
     this.res.off('close', this.onClientClose);
     this.res.off('drain', this.onDrain);
-    this.settle({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted });
+    this.res.off('finish', this.onFlushed);
+    this.settle({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted, upstreamEnded: this.upstreamEnded });
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -134,16 +184,22 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
     if (!this.res.write(chunk)) {
       controller.pause();
       this.res.once('drain', this.onDrain);
+      this.armWriteTimer();
     }
   }
 
   onResponseEnd(): void {
+    this.upstreamEnded = true;
+    this.hooks.onUpstreamEnd?.();
     this.res.end();
-    this.finish(undefined);
+    if (this.res.writableFinished) return this.finish(undefined);
+    // The tail is still buffered for the client: settle when it is flushed, or at the write timeout.
+    this.res.once('finish', this.onFlushed);
+    this.armWriteTimer();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.finish(this.clientAborted ? 'CLIENT_ABORTED' : upstreamErrorCode(error));
+    this.finish(this.writeTimedOut ? CLIENT_WRITE_TIMEOUT : this.clientAborted ? 'CLIENT_ABORTED' : upstreamErrorCode(error));
   }
 }
 
@@ -180,11 +236,13 @@ export class UpstreamForwarder {
    * Sends one request upstream and relays the response into `res`
    * (`hooks.onResponseHead` writes the head). Resolves when the exchange ends,
    * never rejects: failures come back as `error` codes. When the client goes
-   * away, the upstream exchange is aborted.
+   * away, or leaves the response unread past `responseWriteTimeoutMs`
+   * (`CLIENT_WRITE_TIMEOUT`), the upstream exchange is aborted. Resolves once
+   * the response is flushed to the client, after `hooks.onUpstreamEnd`.
    */
   relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): Promise<RelayOutcome> {
     return new Promise<RelayOutcome>((resolve) => {
-      const handler = new ResponseRelay(res, hooks, resolve);
+      const handler = new ResponseRelay(res, hooks, this.options.responseWriteTimeoutMs ?? 0, resolve);
       try {
         this.poolFor(request.origin).dispatch(
           { origin: request.origin, method: request.method as Dispatcher.HttpMethod, path: request.path, headers: request.headers, body: request.body },

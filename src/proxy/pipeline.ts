@@ -16,8 +16,10 @@ import type { Decision } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
+import type { LimitEvent, SlotHoldWaitingOn } from '../audit/limit-events.js';
 import { forwardableHeaders } from './headers.js';
-import { isTimeoutCode, upstreamErrorCode, type UpstreamForwarder } from './forwarder.js';
+import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type UpstreamForwarder } from './forwarder.js';
+import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER, renderProxyResponse } from './responses.js';
 import type { TargetGuard } from './target-guard.js';
 import { OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
@@ -40,6 +42,8 @@ export interface PipelineDeps {
   viaPseudonym: string;
   /** Called once per request, whatever the outcome (access log + metrics). */
   onFinished: (entry: AccessEntry) => void;
+  /** Told when a request holds its slot past `pacing.maxSlotHold` (counted and logged). */
+  onLimit?: (event: LimitEvent) => void;
 }
 
 /** One request to handle. */
@@ -150,11 +154,16 @@ export class RequestPipeline {
    * {@link RequestPipeline.delayFor}. Records the pacing facts on `decision`;
    * when the queue refuses (`queue-full`), turns it into that refusal. Shared
    * by plain requests, tunnel-mode CONNECTs and Upgrades. Never rejects.
+   * @param onHoldExceeded called if the pacer reclaims the slot at `pacing.maxSlotHold` (ms held).
    * @returns the slot, or why there is none (`aborted`: the client left while queued).
    */
-  async waitForSlot(decision: Decision, signal: AbortSignal): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
+  async waitForSlot(decision: Decision, signal: AbortSignal, onHoldExceeded?: (heldMs: number) => void): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
     const { delayMs, maxConcurrency } = this.delayFor(decision);
-    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, { signal, ...(maxConcurrency !== undefined ? { maxConcurrency } : {}) });
+    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
+      signal,
+      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
+      ...(onHoldExceeded ? { onHoldExceeded } : {}),
+    });
     if (outcome.granted) {
       decision.pacing = { delayMs, waitedMs: outcome.slot.waitedMs };
       return { slot: outcome.slot };
@@ -205,7 +214,8 @@ export class RequestPipeline {
 
     const finish = (): void => {
       res.off('close', onClose);
-      response.clientAborted = abort.signal.aborted;
+      // A connection the proxy closed for a client timeout was not the client's abort.
+      response.clientAborted = abort.signal.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
       this.deps.onFinished({
         ...entry,
         decision,
@@ -220,7 +230,11 @@ export class RequestPipeline {
       return finish();
     }
 
-    const waited = await this.waitForSlot(decision, abort.signal);
+    // What the exchange waits for when its slot hold runs out: the client's body, the client's reading, or the origin.
+    const waitingOn = (): SlotHoldWaitingOn => (!req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream');
+    const onHoldExceeded = (heldMs: number): void =>
+      this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
+    const waited = await this.waitForSlot(decision, abort.signal, onHoldExceeded);
     if ('refusal' in waited) {
       if (waited.refusal === 'queue-full') {
         response.status = this.respond(res, req, decision);
@@ -244,10 +258,25 @@ export class RequestPipeline {
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     // Crawlers rarely send bodies; only then is a counting stage put in the way.
     const body = hasBody ? req.pipe(new ByteCounter()) : null;
+    let isBodyTimedOut = false;
+    const { requestBodyTimeoutMs } = this.deps.config.clients;
+    const stopBodyWatch = body
+      ? watchRequestBody(req, requestBodyTimeoutMs, () => {
+          // The upstream exchange cannot complete without the body: abandon it (undici aborts on the body's error).
+          isBodyTimedOut = true;
+          req.unpipe(body);
+          body.destroy(Object.assign(new Error(`no request body bytes for ${requestBodyTimeoutMs} ms`), { code: CLIENT_BODY_TIMEOUT }));
+        })
+      : undefined;
     const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
     delete headers['expect'];
     headers['host'] = target.host;
     let retryAfter: string | undefined;
+    // The origin's part ends before the client has every byte: free the slot then, with the origin's answer.
+    const releaseSlot = (): void => {
+      if (timings.upstreamMs === null) timings.upstreamMs = this.deps.clock.nowMs() - upstreamStarted;
+      slot.release(decision.upstream?.status === undefined ? {} : { status: decision.upstream.status, retryAfter: retryAfter ?? null });
+    };
     const relayed = await this.deps.forwarder.relay(
       { origin: decision.origin, method: req.method ?? 'GET', path: pathAndQueryOf(target), headers, body },
       res,
@@ -264,15 +293,26 @@ export class RequestPipeline {
           responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
           res.writeHead(status, responseHeaders);
         },
+        onUpstreamEnd: releaseSlot,
       },
     );
-    slot.release(relayed.status === undefined ? {} : { status: relayed.status, retryAfter: retryAfter ?? null });
-    timings.upstreamMs = this.deps.clock.nowMs() - upstreamStarted;
+    stopBodyWatch?.();
+    releaseSlot();
     response.upstreamStatus = relayed.status ?? null;
     response.status = relayed.status ?? 0;
     response.bytesSent = relayed.bytesSent;
     response.bytesReceived = body?.bytes ?? 0;
-    if (relayed.error !== undefined) {
+    if (isBodyTimedOut || relayed.error === CLIENT_WRITE_TIMEOUT) {
+      // The client was too slow: the request stays allowed; the outcome is the client's timeout.
+      error = isBodyTimedOut ? CLIENT_BODY_TIMEOUT : CLIENT_WRITE_TIMEOUT;
+      decision.reason = 'client-timeout';
+      decision.detail = isBodyTimedOut
+        ? `the request body stalled: no bytes for ${requestBodyTimeoutMs} ms (clients.requestBodyTimeout)`
+        : `the client left the response unread for ${this.deps.config.clients.responseWriteTimeoutMs} ms (clients.responseWriteTimeout)`;
+      // 408 with Connection: close while nothing was sent (the unread body makes the connection unusable); else a close.
+      if (!res.headersSent && !res.destroyed) response.status = this.respond(res, req, decision, { close: true });
+      else res.destroy();
+    } else if (relayed.error !== undefined) {
       error = relayed.error;
       if (!relayed.clientAborted) {
         const reason = isGuardRefusal(relayed.error) ? 'target-private-network' : 'upstream-error';
@@ -286,11 +326,12 @@ export class RequestPipeline {
     finish();
   }
 
-  /** Writes the proxy's own response for `decision`; returns its status. */
-  private respond(res: ServerResponse, req: IncomingMessage, decision: Decision): number {
+  /** Writes the proxy's own response for `decision` (`close`: with `Connection: close`); returns its status. */
+  private respond(res: ServerResponse, req: IncomingMessage, decision: Decision, options: { close?: boolean } = {}): number {
     const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
     if (res.headersSent || res.destroyed) return rendered.status;
-    res.writeHead(rendered.status, { ...rendered.headers, 'content-length': String(Buffer.byteLength(rendered.body)) });
+    const close = options.close ? { connection: 'close' } : {};
+    res.writeHead(rendered.status, { ...rendered.headers, 'content-length': String(Buffer.byteLength(rendered.body)), ...close });
     res.end(req.method === 'HEAD' ? undefined : rendered.body);
     // A request body we will not read must not keep the connection busy.
     if (!req.complete) req.resume();

@@ -20,6 +20,7 @@ import { writeClientErrorResponse } from './raw-response.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
+import type { ConnectionGuard } from './connection-guard.js';
 
 /** Bounds of the listener. */
 export interface ProxyServerLimits {
@@ -42,6 +43,8 @@ export interface ProxyServerDeps {
   viaPseudonym: string;
   onFinished: (entry: AccessEntry) => void;
   limits?: ProxyServerLimits;
+  /** Connection caps and the client idle timeout; it also sets `keepAliveTimeout`. Absent: no caps. */
+  connections?: ConnectionGuard;
 }
 
 export { parseProxyTarget } from './proxy-target.js';
@@ -59,6 +62,7 @@ export class ProxyServer {
       requestTimeout: 0,
       keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
     });
+    deps.connections?.attach(this.server);
     // Every handler runs inside an error boundary: a bug answers 500 (or closes) that one request.
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       guardRequest(deps, { where: 'proxy-request', via: 'http' }, req, res, () => this.onRequest(req, res));

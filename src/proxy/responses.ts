@@ -39,6 +39,8 @@ export function statusFor(decision: Decision): number {
       return decision.upstream?.timedOut ? 504 : 502;
     case 'internal-error':
       return 500;
+    case 'client-timeout':
+      return 408;
     default:
       // Allowed reasons are answered by the upstream, not by the proxy.
       return 200;
@@ -140,6 +142,8 @@ function summary(d: Decision): string {
       return d.upstream?.timedOut ? `${d.origin} did not answer in time.` : `The request to ${d.origin} failed.`;
     case 'internal-error':
       return 'The proxy failed while handling this request; it keeps serving others.';
+    case 'client-timeout':
+      return 'The request body stopped arriving; the proxy stopped waiting for it.';
     default:
       return `Allowed (${d.reason}).`;
   }

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, Agent, type IncomingHttpHeaders } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { AdminServer, type AdminServerOptions } from '../../src/admin/admin-server.js';
 import { createLogger } from '../../src/audit/logger.js';
 import { METRIC_NAME, ProxyMetrics } from '../../src/audit/metrics.js';
@@ -376,5 +377,37 @@ describe('AdminServer lifecycle', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('AdminServer connection cap (maxConnections)', () => {
+  it('closes a connection over the cap at once and reports it; the next one after a close is served', async () => {
+    const events: Array<Record<string, unknown>> = [];
+    const { server, port } = await start({ maxConnections: 2, onLimit: (event) => events.push(event as unknown as Record<string, unknown>) });
+    const open = (): Promise<Socket> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => resolve(socket));
+        socket.on('error', reject);
+      });
+    const held = [await open(), await open()];
+    const over = await open();
+    const closedWith = await new Promise<string>((resolve) => {
+      let text = '';
+      over.setEncoding('utf8');
+      over.on('data', (d: string) => (text += d));
+      over.on('error', () => undefined);
+      over.on('close', () => resolve(text));
+      over.write('GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n');
+    });
+    assert.equal(closedWith, '', 'closed without an answer');
+    assert.equal(events.length, 1);
+    assert.equal(events[0]!['kind'], 'connection-refused');
+    assert.equal(events[0]!['limit'], 'admin-max-connections');
+    assert.equal(events[0]!['cap'], 2);
+    held[0]!.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await send(port, '/healthz')).status, 200);
+    held[1]!.destroy();
+    await server.close();
   });
 });

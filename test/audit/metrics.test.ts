@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { METRIC_NAME, METRIC_PREFIX, ProxyMetrics, toStatusClass, VERDICTS_BY_REASON } from '../../src/audit/metrics.js';
 import { DECISION_REASONS } from '../../src/policy/decision.js';
+import { CONNECTION_LIMIT_NAMES, SLOT_HOLD_WAITING_ON } from '../../src/audit/limit-events.js';
 import { makeDecision, makeEntry } from './factories.js';
 
 interface Sample {
@@ -96,6 +97,9 @@ describe('ProxyMetrics', () => {
       reason: new Set(DECISION_REASONS),
       status_class: new Set(['1xx', '2xx', '3xx', '4xx', '5xx', 'error']),
       state: new Set(['ok', 'unavailable', 'unreachable']),
+      limit: new Set(CONNECTION_LIMIT_NAMES),
+      kind: new Set(['idle', 'request-body', 'response-write']),
+      waiting_on: new Set(SLOT_HOLD_WAITING_ON),
     };
     const samples = parseSamples(text);
     assert.ok(samples.length > 10);

@@ -146,7 +146,15 @@ describe('valid sample', () => {
   it('loads every key, in milliseconds and bytes, with hosts keys normalised', () => {
     const expected: Config = {
       listen: { host: '0.0.0.0', port: 3128 },
-      admin: { host: '::1', port: 0, enabled: false },
+      admin: { host: '::1', port: 0, enabled: false, maxConnections: 8 },
+      clients: {
+        maxConnections: 500,
+        maxConnectionsPerClient: 20,
+        reservedDescriptors: 64,
+        idleTimeoutMs: 4_000,
+        requestBodyTimeoutMs: 15_000,
+        responseWriteTimeoutMs: 20_000,
+      },
       robots: {
         userAgent: 'ExampleProxy/2.0 (+https://example.net/bot)',
         ttlMs: 43_200_000,
@@ -170,6 +178,7 @@ describe('valid sample', () => {
         maxBackoffMs: 60_000,
         maxRetryAfterMs: 3_600_000,
         maxCrawlDelayMs: 7_200_000,
+        maxSlotHoldMs: 45_000,
       },
       upstream: { timeoutMs: 45_000, connectTimeoutMs: 5_000, allowPrivateNetworks: true, caFile: 'test/fixtures/tls/upstream-ca.pem' },
       hosts: {
@@ -222,7 +231,16 @@ describe('defaultConfig', () => {
   it('has the documented values', () => {
     const config = defaultConfig();
     assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080 });
-    assert.deepEqual(config.admin, { host: '127.0.0.1', port: 9090, enabled: true });
+    assert.deepEqual(config.admin, { host: '127.0.0.1', port: 9090, enabled: true, maxConnections: 32 });
+    assert.deepEqual(config.clients, {
+      maxConnections: 'auto',
+      maxConnectionsPerClient: 'auto',
+      reservedDescriptors: 128,
+      idleTimeoutMs: 10_000,
+      requestBodyTimeoutMs: 30_000,
+      responseWriteTimeoutMs: 30_000,
+    });
+    assert.equal(config.pacing.maxSlotHoldMs, 30_000);
     assert.equal(config.robots.ttlMs, 24 * 3_600_000);
     assert.equal(config.robots.maxBytes, 500 * 1024);
     assert.equal(config.robots.maxRedirects, 5);

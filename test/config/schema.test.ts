@@ -56,6 +56,22 @@ describe('configSchema: values refused, with the key named', () => {
     [{ log: { level: 'verbose' } }, 'log.level'],
     [{ stateDir: 5 }, 'stateDir'],
     [{ listen: { host: '0.0.0.0', port: 7000 }, admin: { port: 7000 } }, 'admin.port'],
+    [{ admin: { maxConnections: 0 } }, 'admin.maxConnections'],
+    [{ admin: { maxConnections: 1025 } }, 'admin.maxConnections'],
+    [{ clients: { maxConnections: 0 } }, 'clients.maxConnections'],
+    [{ clients: { maxConnections: 'unlimited' } }, 'clients.maxConnections'],
+    [{ clients: { maxConnections: 1.5 } }, 'clients.maxConnections'],
+    [{ clients: { maxConnectionsPerClient: -1 } }, 'clients.maxConnectionsPerClient'],
+    [{ clients: { maxConnections: 10, maxConnectionsPerClient: 11 } }, 'clients.maxConnectionsPerClient'],
+    [{ clients: { reservedDescriptors: 15 } }, 'clients.reservedDescriptors'],
+    // The reserve must hold the admin connections: that is what keeps /healthz reachable.
+    [{ admin: { maxConnections: 100 }, clients: { reservedDescriptors: 64 } }, 'clients.reservedDescriptors'],
+    [{ clients: { idleTimeout: '0' } }, 'clients.idleTimeout'],
+    [{ clients: { idleTimeout: '2h' } }, 'clients.idleTimeout'],
+    [{ clients: { requestBodyTimeout: '0' } }, 'clients.requestBodyTimeout'],
+    [{ clients: { responseWriteTimeout: 5 } }, 'clients.responseWriteTimeout'],
+    [{ pacing: { maxSlotHold: '0' } }, 'pacing.maxSlotHold'],
+    [{ pacing: { maxSlotHold: '30d' } }, 'pacing.maxSlotHold'],
   ];
   for (const [input, key] of cases) {
     it(`${JSON.stringify(input)} -> ${key}`, () => {

@@ -77,12 +77,19 @@ export interface ProxyProcess {
   close(): Promise<void>;
 }
 
-/** Writes `yaml` to a temp file and runs `robots-proxy serve --config` on it; resolves when it listens. */
-export async function startProxyProcess(yaml: string): Promise<ProxyProcess> {
+/**
+ * Writes `yaml` to a temp file and runs `robots-proxy serve --config` on it; resolves when it listens.
+ * `openFileLimit`: run it under `ulimit -n` of that value (through `sh`).
+ */
+export async function startProxyProcess(yaml: string, options: { openFileLimit?: number } = {}): Promise<ProxyProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-e2e-'));
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, yaml.replaceAll('$STATE', join(dir, 'state')));
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli.ts'), 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['--import', 'tsx', join(root, 'src/cli.ts'), 'serve', '--config', configPath];
+  const child =
+    options.openFileLimit === undefined
+      ? spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$@"`, process.execPath, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Array<Record<string, unknown>> = [];
   const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
     let stderr = '';
