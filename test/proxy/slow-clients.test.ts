@@ -131,6 +131,16 @@ async function otherClients(proxy: Proxy, origin: TestOrigin, tag: string): Prom
   }
 }
 
+/** The site, a proxy with `config` in front of it (logs captured), and robots.txt already fetched. */
+async function startScenario(log: OriginLog, config: Record<string, unknown>): Promise<{ origin: TestOrigin; proxy: Proxy; logs: LogCapture }> {
+  const origin = await startSite(log);
+  const logs = captureLogs();
+  const proxy = await startTestProxy({ https: { mode: 'tunnel' }, ...config }, { logger: logs.logger });
+  // robots.txt fetched once, outside the measured exchanges.
+  assert.equal((await proxyRequest(proxy.proxyAddress.port, `${origin.url}/warm-up`, { headers: { 'user-agent': UA } })).status, 200);
+  return { origin, proxy, logs };
+}
+
 describe('the slot hold bound (pacing.maxSlotHold) at a Crawl-delay origin', () => {
   const HOLD_MS = 1000;
   const log: OriginLog = { uploads: [], bigResponses: [] };
@@ -139,19 +149,11 @@ describe('the slot hold bound (pacing.maxSlotHold) at a Crawl-delay origin', () 
   let logs: LogCapture;
 
   before(async () => {
-    origin = await startSite(log);
-    logs = captureLogs();
-    proxy = await startTestProxy(
-      {
-        https: { mode: 'tunnel' },
-        pacing: { maxSlotHold: `${HOLD_MS}ms`, maxWait: '60s' },
-        // The idle timeouts are long here: only the hold bound can free the slot.
-        clients: { requestBodyTimeout: '30s', responseWriteTimeout: '30s' },
-      },
-      { logger: logs.logger },
-    );
-    // robots.txt fetched once, outside the measured exchanges.
-    assert.equal((await proxyRequest(proxy.proxyAddress.port, `${origin.url}/warm-up`, { headers: { 'user-agent': UA } })).status, 200);
+    ({ origin, proxy, logs } = await startScenario(log, {
+      pacing: { maxSlotHold: `${HOLD_MS}ms`, maxWait: '60s' },
+      // The idle timeouts are long here: only the hold bound can free the slot.
+      clients: { requestBodyTimeout: '30s', responseWriteTimeout: '30s' },
+    }));
   });
   after(async () => {
     await proxy?.close();
@@ -231,18 +233,11 @@ describe('client timeouts on a request in progress', () => {
   let logs: LogCapture;
 
   before(async () => {
-    origin = await startSite(log);
-    logs = captureLogs();
-    proxy = await startTestProxy(
-      {
-        https: { mode: 'tunnel' },
-        // The hold bound is long here: only the client timeouts can end the exchange early.
-        pacing: { maxSlotHold: '60s', maxWait: '60s' },
-        clients: { requestBodyTimeout: `${TIMEOUT_MS}ms`, responseWriteTimeout: `${TIMEOUT_MS}ms` },
-      },
-      { logger: logs.logger },
-    );
-    assert.equal((await proxyRequest(proxy.proxyAddress.port, `${origin.url}/warm-up`, { headers: { 'user-agent': UA } })).status, 200);
+    ({ origin, proxy, logs } = await startScenario(log, {
+      // The hold bound is long here: only the client timeouts can end the exchange early.
+      pacing: { maxSlotHold: '60s', maxWait: '60s' },
+      clients: { requestBodyTimeout: `${TIMEOUT_MS}ms`, responseWriteTimeout: `${TIMEOUT_MS}ms` },
+    }));
   });
   after(async () => {
     await proxy?.close();
