@@ -26,7 +26,7 @@ import type { ConnectionGuard } from './connection-guard.js';
 export interface ProxyServerLimits {
   /** Longest time to receive a request's headers, ms. @default 30000 */
   headersTimeoutMs?: number;
-  /** Idle keep-alive connections are closed after this, ms. @default 5000 */
+  /** Idle keep-alive connections are closed after this, ms; a `connections` guard replaces it with its idle timeout. @default 5000 */
   keepAliveTimeoutMs?: number;
   /** Largest request head, bytes (Node's --max-http-header-size). @default 16384 */
   maxHeaderBytes?: number;
