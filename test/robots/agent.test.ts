@@ -11,6 +11,7 @@ import {
 } from '../../src/robots/agent.js';
 import { isName } from '../../src/robots/product-token.js';
 import { evaluate, parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
+import { CONFORMANCE_FIXTURES_DIR, OTHER_VECTORS_FILE, assertOtherCase, readVectors, type OtherCase } from './conformance-vectors.js';
 
 interface UserAgentRecord {
   ua: string;
@@ -284,18 +285,11 @@ describe('hostile input', () => {
   });
 });
 
-/** The reference matcher's vectors (another change moves them under test/fixtures/conformance/). */
-const CONFORMANCE_FILE = new URL('../../../shared/conformance/google-robotstxt-other.jsonl', import.meta.url);
-
 describe('isValidProductToken', () => {
   it('matches the reference IsValidUserAgentToObey conformance records', () => {
-    const records = readFileSync(CONFORMANCE_FILE, 'utf8')
-      .split('\n')
-      .filter((line) => line.trim().length > 0)
-      .map((line) => JSON.parse(line) as { id: string; kind: string; input: string; expected: boolean })
-      .filter((record) => record.kind === 'IsValidUserAgentToObey');
+    const records = readVectors<OtherCase>(CONFORMANCE_FIXTURES_DIR, OTHER_VECTORS_FILE).filter((record) => record.kind === 'IsValidUserAgentToObey');
     assert.ok(records.length >= 10, `expected the conformance records, found ${records.length}`);
-    for (const record of records) assert.equal(isValidProductToken(record.input), record.expected, record.id);
+    for (const record of records) assertOtherCase(record);
   });
   it('accepts only [A-Za-z_-] (RFC 9309 §2.2.1)', () => {
     assert.equal(isValidProductToken('Googlebot-Image'), true);

@@ -1,95 +1,51 @@
 /**
- * Conformance with the reference matcher's test vectors, read by path from
- * ../shared/conformance (never copied into the repo).
+ * Conformance with the reference matcher's test vectors, every one of them,
+ * read from test/fixtures/conformance (copies of the shared set; see its
+ * README). `npm run sweep` runs the same checks over the shared originals.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { evaluate, extractPathAndQuery, normaliseOctets, parseRobotsTxt } from '../../src/robots/index.js';
+import {
+  CHECKED_OTHER_KINDS,
+  CONFORMANCE_FIXTURES_DIR,
+  DEVIATIONS,
+  MATCH_VECTORS_FILE,
+  MATCH_VECTOR_COUNT,
+  OTHER_VECTORS_FILE,
+  assertDeviationsExist,
+  assertMatchCase,
+  assertOtherCase,
+  readVectors,
+  type MatchCase,
+  type OtherCase,
+} from './conformance-vectors.js';
 
-const conformanceDir = fileURLToPath(new URL('../../../shared/conformance/', import.meta.url));
+describe(`conformance: ${MATCH_VECTORS_FILE}`, () => {
+  const cases = readVectors<MatchCase>(CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE);
 
-interface MatchCase {
-  id: string;
-  robots: string;
-  agent: string;
-  url: string;
-  allowed: boolean;
-}
-
-function readJsonl<T>(name: string): T[] {
-  return readFileSync(conformanceDir + name, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim().length > 0)
-    .map((line) => JSON.parse(line) as T);
-}
-
-/**
- * The one skip table: vectors where this project deliberately differs from
- * the reference. Each entry gives the verdict we give and why.
- */
-const DEVIATIONS: Record<string, { allowed: boolean; reason: string }> = {
-  'ID_Encoding#3': {
-    allowed: true,
-    reason: 'RFC 9309 §2.2.2: raw non-ASCII in the URL is percent-encoded as UTF-8 before matching, so /foo/bar/ツ matches the allow rule; the reference compares raw bytes with the encoded pattern',
-  },
-  'ID_Encoding#5': {
-    allowed: true,
-    reason: 'RFC 9309 §2.2.2: the URL /foo/bar/ツ is encoded to /foo/bar/%E3%83%84 before matching, which equals the allow pattern',
-  },
-  'ID_Encoding#6': {
-    allowed: true,
-    reason: 'RFC 9309 §2.2.2: %62%61%7A encodes unreserved octets, which are decoded on both sides, so the pattern is /foo/bar/baz; the reference keeps them encoded',
-  },
-};
-
-describe('conformance: google-robotstxt.jsonl', () => {
-  const cases = readJsonl<MatchCase>('google-robotstxt.jsonl');
-
-  it('has all 145 vectors', () => {
-    assert.equal(cases.length, 145);
+  it(`has all ${MATCH_VECTOR_COUNT} vectors`, () => {
+    assert.equal(cases.length, MATCH_VECTOR_COUNT);
   });
 
   for (const c of cases) {
-    const deviation = DEVIATIONS[c.id];
-    const expected = deviation ? deviation.allowed : c.allowed;
-    it(`${c.id}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => {
-      const robots = parseRobotsTxt(c.robots);
-      const result = evaluate(robots, [c.agent], extractPathAndQuery(c.url));
-      assert.equal(result.allowed, expected, `expected ${expected ? 'allowed' : 'disallowed'} for ${c.url}`);
-    });
+    it(`${c.id}${DEVIATIONS[c.id] ? ' (deviation: RFC 9309)' : ''}`, () => assertMatchCase(c));
   }
 
   it('every deviation names a vector that exists and differs from the reference', () => {
-    for (const id of Object.keys(DEVIATIONS)) {
-      const c = cases.find((x) => x.id === id);
-      assert.ok(c, `${id} is in the skip table but not in the vectors`);
-      assert.notEqual(c.allowed, DEVIATIONS[id]!.allowed);
-    }
+    assertDeviationsExist(cases);
   });
 });
 
-interface OtherCase {
-  id: string;
-  kind: string;
-  input?: string;
-  expected: unknown;
-}
+describe(`conformance: ${OTHER_VECTORS_FILE}`, () => {
+  const cases = readVectors<OtherCase>(CONFORMANCE_FIXTURES_DIR, OTHER_VECTORS_FILE);
 
-describe('conformance: google-robotstxt-other.jsonl', () => {
-  const cases = readJsonl<OtherCase>('google-robotstxt-other.jsonl');
-
-  for (const c of cases.filter((x) => x.kind === 'GetPathParamsQuery')) {
-    it(`${c.id}: ${JSON.stringify(c.input)}`, () => {
-      assert.equal(extractPathAndQuery(c.input ?? ''), c.expected);
-    });
+  for (const kind of ['GetPathParamsQuery', 'MaybeEscapePattern'] as const) {
+    const ofKind = cases.filter((x) => x.kind === kind);
+    it(`has ${kind} vectors`, () => assert.ok(ofKind.length > 0));
+    for (const c of ofKind) it(`${c.id}: ${JSON.stringify(c.input)}`, () => assertOtherCase(c));
   }
 
-  for (const c of cases.filter((x) => x.kind === 'MaybeEscapePattern')) {
-    it(`${c.id}: ${JSON.stringify(c.input)}`, () => {
-      const octets = Buffer.from(c.input ?? '', 'utf8').toString('latin1');
-      assert.equal(normaliseOctets(octets), c.expected);
-    });
-  }
+  it('checks every kind it claims to', () => {
+    for (const kind of CHECKED_OTHER_KINDS) assert.ok(cases.some((c) => c.kind === kind), kind);
+  });
 });

@@ -1,70 +1,81 @@
 /**
- * Every real robots.txt in ../shared/corpus/robots parses without throwing,
- * each in bounded time, plus spot checks from its MANIFEST.tsv.
+ * The curated real robots.txt files in test/fixtures/robots (listed, with
+ * why each was chosen, in its SOURCES) parse without throwing, and their
+ * traits come out as RFC 9309 and the reference parser read them.
+ * `npm run sweep` runs the generic checks here over the whole shared corpus.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { evaluate, parseRobotsTxt } from '../../src/robots/index.js';
+import { join } from 'node:path';
+import { DEFAULT_MAX_ROBOTS_BYTES, evaluate, extractPathAndQuery } from '../../src/robots/index.js';
+import {
+  ROBOTS_FIXTURES_DIR,
+  assertBomFilesHaveGroups,
+  assertEveryFileParses,
+  assertFractionalCrawlDelays,
+  assertListMatchesDirectory,
+  assertTruncationAtLimit,
+  parseCorpusFile,
+  readCorpusList,
+  robotsFilesIn,
+} from './corpus-checks.js';
 
-const corpusDir = fileURLToPath(new URL('../../../shared/corpus/robots/', import.meta.url));
-
-interface ManifestRow {
-  file: string;
-  bytes: number;
-  flags: string[];
-  crawlDelays: string;
-}
-
-function readManifest(): ManifestRow[] {
-  const [, ...rows] = readFileSync(corpusDir + 'MANIFEST.tsv', 'utf8').split('\n').filter(Boolean);
-  return rows.map((row) => {
-    const cols = row.split('\t');
-    return { file: cols[0]!, bytes: Number(cols[3]), flags: (cols[5] ?? '').split(',').filter(Boolean), crawlDelays: cols[6] ?? '' };
-  });
-}
+const dir = ROBOTS_FIXTURES_DIR;
+const sources = readCorpusList(join(dir, 'SOURCES'));
 
 function parseFile(file: string) {
-  return parseRobotsTxt(readFileSync(corpusDir + file));
+  return parseCorpusFile(dir, file);
 }
 
-describe('real robots.txt corpus', () => {
-  const manifest = readManifest();
+/** The verdict for a product token on a full URL, as the proxy asks it. */
+function verdictOf(file: string, token: string, url: string) {
+  return evaluate(parseFile(file), [token], extractPathAndQuery(url));
+}
 
-  it('every file parses without throwing, each within a generous bound', () => {
-    const files = readdirSync(corpusDir).filter((f) => f.endsWith('.txt'));
-    assert.ok(files.length > 1000, `corpus has ${files.length} files`);
-    const slow: string[] = [];
-    for (const file of files) {
-      const started = process.hrtime.bigint();
-      const robots = parseFile(file);
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      // A sanity bound against pathological (super-linear) parsing, not a speed claim: 500 KiB parse in ~10 ms here.
-      if (ms > 2000) slow.push(`${file}: ${ms.toFixed(0)} ms`);
-      assert.ok(robots.bytesParsed <= 500 * 1024);
-      for (const group of robots.groupsByToken.values()) evaluate(robots, [group.productToken], '/some/path?q=1');
-    }
-    assert.deepEqual(slow, []);
+function ruleCount(file: string): number {
+  return parseFile(file).groups.reduce((n, g) => n + g.rules.length, 0);
+}
+
+describe('curated real robots.txt files (test/fixtures/robots)', () => {
+  it('SOURCES lists every file, with its byte size and sha256, and why it was chosen', () => {
+    assert.equal(assertListMatchesDirectory(dir, sources), robotsFilesIn(dir).length);
+    for (const row of sources) assert.ok(row.why && row.why.length > 10, `${row.file}: no reason given`);
   });
 
-  it('the manifest lists files that exist, with their byte sizes', () => {
-    for (const row of manifest.slice(0, 200)) {
-      assert.equal(readFileSync(corpusDir + row.file).length, row.bytes, row.file);
+  it('keeps a file for each trait the tests rely on, in a spread of sizes, a few MB in all', () => {
+    const traits = [
+      'bom-utf8', 'bom-utf16', 'lone-cr', 'crlf', 'mixed-eol', 'non-utf8', 'utf8-nonascii', 'nul-bytes', 'html', 'binary',
+      'crawl-delay', 'crawl-delay-fraction', 'crawl-delay-nonnumeric', 'sitemap', 'wildcard', 'dollar', 'groups>=20',
+      'line-without-colon', 'tabs', 'long-line', 'size>100KiB', 'size>500KiB', 'empty',
+    ];
+    const missing = traits.filter((t) => !sources.some((r) => r.flags.includes(t)));
+    assert.deepEqual(missing, [], 'traits without a fixture');
+    assert.ok(sources.filter((r) => r.flags.some((f) => f.startsWith('directive-typo:'))).length >= 5, 'directive typos');
+    const sizes = [0, 100, 1_000, 10_000, 100_000, DEFAULT_MAX_ROBOTS_BYTES, Infinity];
+    for (let i = 0; i + 1 < sizes.length; i++) {
+      const [low, high] = [sizes[i]!, sizes[i + 1]!];
+      assert.ok(sources.some((r) => r.bytes >= low && r.bytes < high), `no file of ${low} to ${high} bytes`);
     }
+    assert.ok(sources.length >= 40 && sources.length <= 80, `${sources.length} files`);
+    const total = sources.reduce((n, r) => n + r.bytes, 0);
+    assert.ok(total < 4 * 1024 * 1024, `${total} bytes in all`);
   });
 
-  it('files larger than 500 KiB are truncated at the limit; smaller ones are not', () => {
-    const big = manifest.filter((r) => r.bytes > 500 * 1024);
-    assert.ok(big.length >= 5);
-    for (const row of big) {
-      const robots = parseFile(row.file);
-      assert.equal(robots.truncated, true, row.file);
-      assert.equal(robots.bytesParsed, 500 * 1024, row.file);
-    }
-    const xuexi = parseFile('www.xuexi.cn.txt');
-    assert.ok(xuexi.warnings.some((w) => w.code === 'truncated'));
+  // No wall-clock assertion: a pathological (super-linear) parse of the 853 KB file would blow the timeout.
+  it('every file parses without throwing, and every group answers a decision', { timeout: 60_000 }, () => {
+    const sweep = assertEveryFileParses(dir, robotsFilesIn(dir));
+    assert.equal(sweep.files, sources.length);
+    assert.ok(sweep.rules > 30_000, `${sweep.rules} rules`);
+    assert.ok(sweep.groups > 2_000, `${sweep.groups} groups`);
+  });
+
+  it('files larger than 500 KiB are truncated at the limit; smaller ones are read whole', () => {
+    assert.ok(assertTruncationAtLimit(dir, sources) >= 2);
+    const oracle = parseFile('docs.oracle.com.txt');
+    assert.ok(oracle.warnings.some((w) => w.code === 'truncated'));
+    assert.ok(oracle.groups[0]!.rules.length > 19_000, 'the rules of the first 500 KiB are all kept');
     assert.equal(parseFile('go.com.txt').truncated, true);
+    assert.equal(parseFile('www.renderotica.com.txt').truncated, false, '482 KB, just under the limit');
     assert.equal(parseFile('m.youtube.com.txt').truncated, false);
   });
 
@@ -76,40 +87,89 @@ describe('real robots.txt corpus', () => {
       ['openlibrary.org.txt', 'Baiduspider', 0.5],
     ];
     for (const [file, token, seconds] of checks) {
-      const r = evaluate(parseFile(file), [token], '/');
-      assert.equal(r.group?.crawlDelaySeconds, seconds, file);
+      assert.equal(evaluate(parseFile(file), [token], '/').group?.crawlDelaySeconds, seconds, file);
     }
-    const fractional = manifest.filter((r) => r.flags.includes('crawl-delay-fraction'));
-    assert.ok(fractional.length > 20);
-    for (const row of fractional) {
-      const declared = row.crawlDelays.split(';').map(Number).filter((n) => !Number.isInteger(n));
-      const parsed = parseFile(row.file).groups.map((g) => g.crawlDelaySeconds).filter((n): n is number => n !== undefined);
-      for (const value of declared) assert.ok(parsed.includes(value) || parsed.some((p) => p > value), `${row.file}: ${value} in ${parsed}`);
-    }
+    assert.ok(assertFractionalCrawlDelays(dir, sources) >= 8);
   });
 
   it('a non-numeric crawl-delay gives no delay and a warning', () => {
     const robots = parseFile('globalresearch.ca.txt');
     assert.equal(robots.groupsByToken.get('ahrefsbot')?.crawlDelaySeconds, undefined);
     assert.ok(robots.warnings.some((w) => w.code === 'invalid-crawl-delay'));
+    assert.ok(parseFile('www.eulerian.com.txt').warnings.some((w) => w.code === 'invalid-crawl-delay'));
   });
 
-  it('HTML, binary and UTF-16 bodies give no rules', () => {
-    for (const file of ['103.88.218.109.txt', 'exhentai.org.txt', 'img-media.1plus1.ua.txt', 'store.usps.com.txt']) {
+  it('request-rate is read (extension, not in RFC 9309)', () => {
+    assert.deepEqual(parseFile('astore.amazon.com.txt').groupsByToken.get('*')?.requestRate, { requests: 1, seconds: 5 });
+    assert.deepEqual(parseFile('moodle.org_443.txt').groupsByToken.get('*')?.requestRate, { requests: 1, seconds: 20 });
+    assert.deepEqual(parseFile('www.tennis-warehouse.com.txt').groupsByToken.get('bingbot')?.requestRate, { requests: 1, seconds: 10 });
+  });
+
+  it('HTML, binary and UTF-16 bodies give no rules, so everything is allowed', () => {
+    const bodies = ['103.88.218.109.txt', 'sina.com.cn.txt', 'funplay.hinet.net.txt', 'go.com.txt', 'www.renderotica.com.txt', 'exhentai.org.txt', 'img-media.1plus1.ua.txt', 'store.usps.com.txt'];
+    for (const file of bodies) {
+      assert.equal(ruleCount(file), 0, file);
+      assert.equal(verdictOf(file, 'anybot', 'https://example.com/anything').allowed, true, file);
+    }
+  });
+
+  it('empty and comment-only files have no groups and no warnings', () => {
+    for (const file of ['avaaz.org.txt', 'www.bgsu.edu.txt', 'federec.com.txt']) {
       const robots = parseFile(file);
-      const rules = [...robots.groupsByToken.values()].reduce((n, g) => n + g.rules.length, 0);
-      assert.equal(rules, 0, file);
-      assert.equal(evaluate(robots, ['anybot'], '/anything').allowed, true, file);
+      assert.deepEqual([robots.groups.length, robots.warnings.length], [0, 0], file);
+      assert.equal(evaluate(robots, ['anybot'], '/').allowed, true, file);
     }
+    assert.equal(parseFile('avaaz.org.txt').bytesParsed, 0);
   });
 
-  it('reads BOM, lone-CR and CRLF files', () => {
-    const bom = manifest.filter((r) => r.flags.includes('bom-utf8')).slice(0, 20);
-    for (const row of bom) {
-      const robots = parseFile(row.file);
-      assert.ok(robots.groups.length > 0, `${row.file} has groups`);
+  it('reads BOM, lone-CR and mixed line ends', () => {
+    assert.ok(assertBomFilesHaveGroups(dir, sources) >= 4);
+    // 26 bytes: a BOM, `User-agent: *`, CR, `Allow: /`, CR.
+    assert.deepEqual(parseFile('www.gridspertise.com.txt').groups.map((g) => [g.productTokens, g.rules.map((r) => [r.kind, r.pattern])]), [[['*'], [['allow', '/']]]]);
+    assert.ok(parseFile('etc.usf.edu.txt').lineCount > 3);
+    assert.equal(ruleCount('www.sirengames.at.txt'), 39, 'lone-CR file: every rule on its own line');
+    assert.equal(parseFile('www.gfk.com.txt').groups.length, 12, 'CRLF, CR and LF mixed');
+  });
+
+  it('accepts the directive typos the reference accepts, and no others', () => {
+    assert.equal(verdictOf('www.wmtransfer.com.txt', 'anybot', 'https://www.wmtransfer.com/include/a').rule?.line, 4, '`Disalow`');
+    assert.equal(verdictOf('www.klett.ch.txt', 'anybot', 'https://www.klett.ch/rundgang?seite=3').rule?.kind, 'disallow', '`Dissalow`');
+    assert.ok(ruleCount('secure.reviversoft.com.txt') > 20);
+    assert.ok(parseFile('www.answers.com.txt').groupsByToken.has('sosobot'), '`Useragent`');
+    assert.equal(verdictOf('www.talbots.com.txt', 'anybot', 'https://www.talbots.com/Cart-Show').allowed, false, '`User Agent`');
+    // `Disllow` and `User_agent` are not typos the reference accepts: unknown directives, with a warning.
+    assert.ok(parseFile('ruliweb.com.txt').warnings.some((w) => w.code === 'unknown-directive' && w.line === 8));
+    assert.ok(parseFile('www.eurekalert.org.txt').warnings.some((w) => w.code === 'unknown-directive' && w.line === 42));
+  });
+
+  it('reads `key value` lines without a colon as the reference does', () => {
+    assert.equal(verdictOf('newscientist.com.txt', 'Zibber', 'https://www.newscientist.com/search?offset=10').rule?.kind, 'allow');
+    assert.equal(verdictOf('newscientist.com.txt', 'Zibber', 'https://www.newscientist.com/search?offset=30').rule?.kind, 'disallow');
+    assert.equal(verdictOf('www.elkhabar.com.txt', 'anybot', 'https://www.elkhabar.com/a').rule?.kind, 'allow');
+  });
+
+  it('matches raw non-ASCII patterns against either spelling of the URL (RFC 9309 §2.2.2)', () => {
+    for (const url of ['https://www.rfi.fr/поиск/?Search=a', 'https://www.rfi.fr/%D0%BF%D0%BE%D0%B8%D1%81%D0%BA/?Search=a']) {
+      assert.equal(verdictOf('www.rfi.fr.txt', 'anybot', url).rule?.line, 14, url);
     }
-    const loneCr = parseFile('etc.usf.edu.txt');
-    assert.ok(loneCr.lineCount > 3);
+    for (const url of ['https://www.deere.com/latin-america/es/búsqueda/x', 'https://www.deere.com/latin-america/es/b%C3%BAsqueda/x']) {
+      assert.equal(verdictOf('www.deere.com.txt', 'anybot', url).allowed, false, url);
+    }
+    assert.equal(verdictOf('wetter.com.txt', 'anybot', 'https://www.wetter.com/regenradar/Südamerika/x').allowed, false);
+  });
+
+  it('applies wildcards, `$` and literal `|` as written', () => {
+    assert.equal(verdictOf('ebay.com.txt', 'anybot', 'https://www.ebay.com/sch/i.html?_nkw=a%7Cb').rule?.pattern, '/sch/*%7C');
+    assert.equal(verdictOf('ebay.com.txt', 'anybot', 'https://www.ebay.com/b/x?y=a|b').allowed, false);
+    // A `$` inside a pattern is a literal character, not an anchor.
+    assert.equal(verdictOf('developer.mozilla.org.txt', 'anybot', 'https://developer.mozilla.org/en-US/docs/Web$history').allowed, false);
+    assert.equal(verdictOf('developer.mozilla.org.txt', 'anybot', 'https://developer.mozilla.org/en-US/docs/Web').allowed, true);
+  });
+
+  it('keeps sitemaps and many user-agents', () => {
+    assert.equal(parseFile('cnet.txt').sitemaps.length, 22);
+    assert.equal(parseFile('google.com.txt').sitemaps.length, 6);
+    assert.equal(parseFile('tech-faq.com.txt').groups.reduce((n, g) => n + g.productTokens.length, 0), 380);
+    assert.ok(parseFile('venture.gr.txt').groups.length > 1_700);
   });
 });
