@@ -1,36 +1,103 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with node:test under tsx.
+//   node scripts/run-tests.mjs [--root DIR] [SUBSTRING...]
 // Node 20 does not expand quoted globs and passes with 0 tests when given none,
 // so we list the files ourselves and fail when there are none. Files run one at a time:
 // several end-to-end tests measure request spacing, which a neighbour loading the CPU would blur.
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+//
+// A test file that fails to load (import error, throw at top level) or whose process crashes,
+// and a describe() whose callback or hook throws, fail the run and are counted: node:test's own
+// summary shows a failed file as one failure and a failed suite as none (its tests never
+// registered), so scripts/test-outcomes-reporter.mjs records every outcome and this prints the
+// count and the reason for each, and exits 1. --root runs the tests of another directory tree
+// (its test/ folder), which test/scripts/run-tests.test.ts uses on a throwaway one.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
-function findTests(dir) {
+function findTests(root, dir) {
   const found = [];
   for (const name of readdirSync(dir)) {
     if (name === 'fixtures' || name === 'node_modules') continue;
     const full = join(dir, name);
-    if (statSync(full).isDirectory()) found.push(...findTests(full));
+    if (statSync(full).isDirectory()) found.push(...findTests(root, full));
     else if (name.endsWith('.test.ts')) found.push(relative(root, full));
   }
   return found;
 }
 
-const filter = process.argv.slice(2);
-let files = findTests(join(root, 'test')).sort();
+/** Counts the reporter's lines; returns the summary lines to print and whether anything failed. */
+function summarise(lines, fileCount) {
+  const records = lines.filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
+  const tests = records.filter((r) => r.kind === 'test');
+  const count = (outcome) => tests.filter((t) => t.outcome === outcome).length;
+  const broken = records.filter((r) => r.kind === 'file-failed' || r.kind === 'suite-failed');
+  const [passed, failed, cancelled, skipped, todo] = ['pass', 'fail', 'cancelled', 'skip', 'todo'].map(count);
+  const out = [
+    `run-tests: ${fileCount} files, ${tests.length} tests: ${passed} passed, ${failed} failed, ${cancelled} cancelled, ${skipped} skipped, ${todo} todo; ` +
+      `${broken.length} files or suites failed to load or crashed`,
+  ];
+  if (broken.length > 0) {
+    out.push(`run-tests: FAILED: ${broken.length} test files or suites did not load or crashed, so some of their tests never ran:`);
+    for (const b of broken) {
+      const where = relative(root, b.file ?? '?') + (b.kind === 'suite-failed' ? ` (suite "${b.name}")` : '');
+      out.push(`  ${where}: ${b.reason}`);
+    }
+  }
+  return { out, hasFailures: failed > 0 || cancelled > 0 || broken.length > 0 };
+}
+
+let args = process.argv.slice(2);
+let root = repoRoot;
+if (args[0] === '--root') {
+  if (args[1] === undefined) {
+    console.error('run-tests: --root needs a directory');
+    process.exit(2);
+  }
+  root = resolve(args[1]);
+  args = args.slice(2);
+}
+
+const filter = args;
+let files = findTests(root, join(root, 'test')).sort();
 if (filter.length > 0) files = files.filter((f) => filter.some((part) => f.includes(part)));
 if (files.length === 0) {
   console.error('run-tests: no test files found under test/' + (filter.length ? ` matching ${filter.join(' ')}` : ''));
   process.exit(1);
 }
 
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
-  cwd: root,
-  stdio: 'inherit',
-});
-process.exit(result.status ?? 1);
+const outcomesDir = mkdtempSync(join(tmpdir(), 'run-tests-'));
+const outcomesFile = join(outcomesDir, 'outcomes.jsonl');
+// The reporter node:test would pick by itself, plus ours; tsx resolved from this repository, so --root works anywhere.
+const visibleReporter = process.stdout.isTTY ? 'spec' : 'tap';
+const tsx = import.meta.resolve('tsx');
+const env = { ...process.env };
+// Set when this runs inside a node:test file (the runner's own test): the child would report to that parent instead.
+delete env.NODE_TEST_CONTEXT;
+const result = spawnSync(
+  process.execPath,
+  [
+    '--import', tsx,
+    '--test', '--test-concurrency=1',
+    `--test-reporter=${visibleReporter}`, '--test-reporter-destination=stdout',
+    `--test-reporter=${pathToFileURL(join(repoRoot, 'scripts/test-outcomes-reporter.mjs')).href}`, `--test-reporter-destination=${outcomesFile}`,
+    ...files,
+  ],
+  { cwd: root, stdio: 'inherit', env },
+);
+
+let summary;
+try {
+  summary = summarise(readFileSync(outcomesFile, 'utf8').split('\n'), files.length);
+} catch (err) {
+  summary = { out: [`run-tests: FAILED: no test outcomes recorded (${err.message})`], hasFailures: true };
+} finally {
+  rmSync(outcomesDir, { recursive: true, force: true });
+}
+for (const line of summary.out) (summary.hasFailures ? console.error : console.log)(line);
+const code = result.status ?? 1;
+process.exit(code !== 0 ? code : summary.hasFailures ? 1 : 0);

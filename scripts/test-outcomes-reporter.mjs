@@ -1,0 +1,57 @@
+// A node:test reporter for scripts/run-tests.mjs: one JSON line per outcome, so the
+// runner can count what the built-in summary leaves out. On Node 20, a test file that
+// fails to load (import error, throw at top level) is one failure named by its path,
+// and a describe() whose callback throws is a failed suite whose tests never
+// registered; the built-in summary reports the latter as "fail 0".
+//
+// Lines: {"kind":"test","outcome":"pass"|"fail"|"cancelled"|"skip"|"todo","file","name"}
+//        {"kind":"file-failed","file","reason"}   the file did not load, or its process crashed
+//        {"kind":"suite-failed","file","name","reason"}   a suite's own code or hook threw
+
+/** Lines of a file's stderr kept to explain a file-level failure. */
+const STDERR_LINES_KEPT = 200;
+
+/** The first line that names an error (`Error: ...`, `TypeError [CODE]: ...`), else the last non-empty line. */
+function reasonFrom(lines, fallback) {
+  const named = lines.find((line) => /^[A-Za-z]*Error\b/.test(line.trim()));
+  if (named !== undefined) return named.trim();
+  const last = lines.filter((line) => line.trim() !== '' && !line.startsWith('Node.js v')).at(-1);
+  return last?.trim() ?? fallback;
+}
+
+export default async function* outcomes(source) {
+  const stderrByFile = new Map();
+  for await (const event of source) {
+    const data = event.data ?? {};
+    if (event.type === 'test:stderr') {
+      const kept = stderrByFile.get(data.file) ?? [];
+      kept.push(...String(data.message).split('\n'));
+      stderrByFile.set(data.file, kept.slice(-STDERR_LINES_KEPT));
+      continue;
+    }
+    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
+    const details = data.details ?? {};
+    const error = details.error ?? {};
+    const isFileLevel = data.nesting === 0 && data.file !== undefined && data.name === data.file;
+    if (isFileLevel) {
+      if (event.type === 'test:fail') {
+        const exit = error.exitCode != null ? `exit code ${error.exitCode}` : `signal ${error.signal}`;
+        yield `${JSON.stringify({ kind: 'file-failed', file: data.file, reason: reasonFrom(stderrByFile.get(data.file) ?? [], `the test process ended with ${exit}`) })}\n`;
+      }
+      continue;
+    }
+    if (details.type === 'suite') {
+      // A suite fails on its own (not just because a test in it failed) when its callback or a hook threw.
+      if (event.type === 'test:fail' && error.failureType !== 'subtestsFailed') {
+        const message = String(error.cause?.message ?? error.message ?? '');
+        yield `${JSON.stringify({ kind: 'suite-failed', file: data.file, name: data.name, reason: `${error.failureType}: ${message.split('\n')[0]}` })}\n`;
+      }
+      continue;
+    }
+    let outcome = event.type === 'test:pass' ? 'pass' : 'fail';
+    if (data.skip !== undefined) outcome = 'skip';
+    else if (data.todo !== undefined) outcome = 'todo';
+    else if (error.failureType === 'cancelledByParent') outcome = 'cancelled';
+    yield `${JSON.stringify({ kind: 'test', outcome, file: data.file, name: data.name })}\n`;
+  }
+}

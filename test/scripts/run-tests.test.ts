@@ -1,0 +1,71 @@
+/**
+ * scripts/run-tests.mjs (`npm test`) on throwaway test trees: a file that
+ * fails to load, one that throws at top level and a suite whose callback
+ * throws each fail the run, are counted and named with their reason; a
+ * healthy tree passes.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const runner = fileURLToPath(new URL('../../scripts/run-tests.mjs', import.meta.url));
+const trees: string[] = [];
+
+/** Writes `files` (path under test/ -> source) into a fresh directory; returns its root. */
+function testTree(files: Record<string, string>): string {
+  const root = mkdtempSync(join(tmpdir(), 'run-tests-tree-'));
+  trees.push(root);
+  for (const [path, source] of Object.entries(files)) {
+    const full = join(root, 'test', path);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, source);
+  }
+  return root;
+}
+
+function runTests(root: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [runner, '--root', root], { encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const PASSING = "import { it } from 'node:test';\nit('passes', () => {});\nit('passes too', () => {});\n";
+
+describe('scripts/run-tests.mjs', () => {
+  after(() => {
+    for (const root of trees) rmSync(root, { recursive: true, force: true });
+  });
+
+  it('fails the run and counts files and suites that do not load, naming each with its reason', { timeout: 120_000 }, () => {
+    const root = testTree({
+      'ok.test.ts': PASSING,
+      'nested/import-error.test.ts': "import { nothing } from './missing-module.js';\nconsole.log(nothing);\n",
+      'top-level-throw.test.ts': "import { readFileSync } from 'node:fs';\nreadFileSync('/nonexistent/robots-fixture.txt');\n",
+      'suite-throws.test.ts': "import { describe, it } from 'node:test';\ndescribe('reads its data', () => {\n  JSON.parse('{');\n  it('never registered', () => {});\n});\n",
+      'hook.test.ts': "import { describe, it, before } from 'node:test';\ndescribe('set up', () => {\n  before(() => { throw new Error('origin did not start'); });\n  it('a', () => {});\n  it('b', () => {});\n});\n",
+      'fails.test.ts': "import { it } from 'node:test';\nit('fails', () => { throw new Error('no'); });\n",
+    });
+    const { status, stdout, stderr } = runTests(root);
+    assert.equal(status, 1, stdout + stderr);
+    assert.match(stderr, /run-tests: 6 files, 5 tests: 2 passed, 1 failed, 2 cancelled, 0 skipped, 0 todo; 4 files or suites failed to load or crashed/);
+    assert.match(stderr, /^ {2}test\/nested\/import-error\.test\.ts: .*Cannot find module/m);
+    assert.match(stderr, /^ {2}test\/top-level-throw\.test\.ts: Error: ENOENT: .*robots-fixture\.txt/m);
+    assert.match(stderr, /^ {2}test\/suite-throws\.test\.ts \(suite "reads its data"\): testCodeFailure: .*JSON/m);
+    assert.match(stderr, /^ {2}test\/hook\.test\.ts \(suite "set up"\): hookFailed: /m);
+  });
+
+  it('passes a healthy tree with exit code 0', { timeout: 120_000 }, () => {
+    const { status, stdout, stderr } = runTests(testTree({ 'a.test.ts': PASSING, 'b/b.test.ts': PASSING }));
+    assert.equal(status, 0, stdout + stderr);
+    assert.match(stdout, /run-tests: 2 files, 4 tests: 4 passed, 0 failed, 0 cancelled, 0 skipped, 0 todo; 0 files or suites failed to load or crashed/);
+  });
+
+  it('fails when there is no test file', () => {
+    const { status, stderr } = runTests(testTree({ 'README.md': 'no tests here' }));
+    assert.equal(status, 1);
+    assert.match(stderr, /no test files found/);
+  });
+});
