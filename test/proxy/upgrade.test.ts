@@ -8,6 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { startTestProxy } from '../helpers/harness.js';
+import { waitFor } from '../helpers/proxy-client.js';
 
 /** Sends a raw upgrade request to the proxy; with `echo`, sends it after the 101 and hangs up on its echo. Resolves with all it read. */
 function rawUpgrade(proxyPort: number, target: string, host: string, echo?: string): Promise<string> {
@@ -67,7 +68,7 @@ describe('Upgrade through the proxy', () => {
     assert.ok(text.includes('echo:hello'), text);
     assert.deepEqual(upgrades, ['/ws']);
     // The client hung up: the proxy ends the upstream side too (no half-open leak).
-    for (let i = 0; i < 100 && upstreamEnded === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => upstreamEnded > 0, 'the upstream side of the upgrade to end');
     assert.equal(upstreamEnded, 1);
   });
 
