@@ -1,8 +1,11 @@
 /**
  * Benchmark of the robots.txt engine (src/robots, RFC 9309) against the npm
  * package `robots-parser`, side by side in one run. Prints figures; asserts
- * nothing, fails nothing. Run with `npm run bench`. Reads real files from
- * ../shared/corpus/robots by path; contacts no network. Total runtime ~30-60 s.
+ * nothing, fails nothing. Run with `npm run bench`. Reads real files: the
+ * full shared corpus when present ($ROBOTS_PROXY_SHARED or ../shared, see
+ * scripts/shared-corpus.ts), else the curated fixtures in test/fixtures/robots
+ * (the largest files then differ); prints which. Contacts no network. Total
+ * runtime ~30-60 s.
  *
  * 1. Decisions per second on a parsed ~10 KiB real file, ~1000 URLs, for a
  *    named product token and an unknown one (which falls to `*`).
@@ -17,10 +20,10 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import robotsParserModule from 'robots-parser';
 import { DEFAULT_MAX_ROBOTS_BYTES, evaluate, extractPathAndQuery, extractProductTokens, parseRobotsTxt, USER_AGENT_SCAN_LIMIT_CHARS } from '../src/robots/index.js';
 import type { RobotsTxt } from '../src/robots/index.js';
+import { robotsCorpusForBench } from '../scripts/shared-corpus.js';
 
 /**
  * robots-parser is CommonJS (`module.exports = fn`) while its .d.ts declares an
@@ -29,7 +32,8 @@ import type { RobotsTxt } from '../src/robots/index.js';
 const robotsParser = ((robotsParserModule as unknown as { default?: unknown }).default ??
   robotsParserModule) as typeof robotsParserModule.default;
 
-const CORPUS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'corpus', 'robots');
+const CORPUS = robotsCorpusForBench();
+const CORPUS_DIR = CORPUS.dir;
 /** ~10 KiB, 12 groups, 130+ wildcard rules, percent-encoded non-ASCII patterns. */
 const DECISION_FILE = 'au.indeed.com.txt';
 const ORIGIN = 'https://au.indeed.com';
@@ -323,6 +327,7 @@ function benchUserAgents(): void {
 }
 
 console.log(`robots engine benchmark — ${machineLine()}`);
+console.log(`robots.txt files: ${CORPUS.description}`);
 benchDecisions();
 benchLargeDecisions();
 benchParse();

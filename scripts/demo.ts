@@ -2,8 +2,9 @@
  * `npm run demo`: the proxy on real robots.txt files.
  *
  * Starts one loopback origin per file of {@link SITES} (each on its own
- * 127.0.0.1 port, serving the corpus file read by path from
- * ../shared/corpus/robots/ and a 200 page for any other path), plus one whose
+ * 127.0.0.1 port, serving the real robots.txt file read by path from the
+ * curated fixtures in test/fixtures/robots/ (so it runs on a fresh clone) and
+ * a 200 page for any other path), plus one whose
  * robots.txt answers 503 and one whose robots.txt answers 404, in a child
  * process so their timestamps are not skewed by the load here; starts the
  * proxy in this process (log to a file in a temp dir); drives a concurrent
@@ -13,21 +14,21 @@
  * planned offline to fit a budget per origin, `pacing.maxWait` is far above
  * that budget, and each origin gets at most {@link LANES_PER_ORIGIN} client
  * requests at a time, so no origin's queue can starve another's. Timing
- * figures are reported, never judged. Exit code 0; 1 when the corpus is
+ * figures are reported, never judged. Exit code 0; 1 when a fixture is
  * missing, a refused request reached an origin, or a verdict differs from the
  * offline engine's.
  */
 import http from 'node:http';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { validateConfig } from '../src/config/index.js';
 import { startProxy, type RunningProxy } from '../src/main.js';
 import { createLogger } from '../src/audit/index.js';
 import { BOTS, SITES, planSite, type PlannedRequest, type PlannedSite } from './demo/crawl-plan.js';
 import { parseDecisionHeader, renderFooter, renderTable, type CrawlResult, type SiteOutcome } from './demo/report-table.js';
 import { startOriginFleet } from './demo/origin-fleet.js';
+import { ROBOTS_FIXTURES_DIR } from '../test/robots/corpus-checks.js';
 
 /** Client connections to the proxy (keep-alive sockets). */
 const CONNECTIONS = 32;
@@ -42,8 +43,8 @@ const REQUEST_TIMEOUT_MS = 60_000;
 /** The whole demo gives up after this long (it normally takes under half a minute). */
 const WATCHDOG_MS = 180_000;
 
-const repoRoot = fileURLToPath(new URL('..', import.meta.url));
-const corpusDir = resolve(repoRoot, '../shared/corpus/robots');
+/** The real robots.txt files the origins serve: the curated fixtures, which every clone has. */
+const corpusDir = ROBOTS_FIXTURES_DIR;
 
 /** Sends one absolute-form GET through the proxy; never rejects. */
 function fetchThroughProxy(proxyPort: number, agent: http.Agent, url: string, request: PlannedRequest): Promise<{ result: CrawlResult; body: string }> {
@@ -122,13 +123,9 @@ function indent(text: string): string {
 }
 
 async function main(): Promise<number> {
-  if (!existsSync(corpusDir)) {
-    console.error(`demo: the robots.txt corpus is missing: expected the directory ${corpusDir}\n(the demo reads real files from ../shared/corpus/robots/ next to this repository; nothing is copied into the repo)`);
-    return 1;
-  }
   const missing = SITES.filter((s) => s.file !== undefined && !existsSync(join(corpusDir, s.file)));
   if (missing.length > 0) {
-    console.error(`demo: corpus files missing in ${corpusDir}: ${missing.map((s) => s.file).join(', ')}`);
+    console.error(`demo: robots.txt fixtures missing in ${corpusDir}: ${missing.map((s) => s.file).join(', ')}`);
     return 1;
   }
 

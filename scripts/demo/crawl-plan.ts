@@ -34,15 +34,15 @@ export const BOTS: readonly Bot[] = [
 
 /** One demo origin: a corpus file served as its robots.txt, or a status instead. */
 export interface SiteSpec {
-  /** Corpus file name (under `../shared/corpus/robots/`), or a label for a status-only origin. */
+  /** File name of a real robots.txt under test/fixtures/robots/, or a label for a status-only origin. */
   label: string;
-  /** Read from the corpus when set. */
+  /** Read from test/fixtures/robots/ when set. */
   file?: string;
   /** Status answered for /robots.txt when there is no file. */
   robotsStatus?: number;
 }
 
-/** The corpus files, each chosen for what it exercises. */
+/** The real robots.txt files (test/fixtures/robots/), each chosen for what it exercises. */
 export const SITES: readonly SiteSpec[] = [
   { label: 'm.youtube.com.txt', file: 'm.youtube.com.txt' }, // `*` Crawl-delay 0.5 for every bot
   { label: 'top.mail.ru.txt', file: 'top.mail.ru.txt' }, // GoogleBot group without delay, `*` 0.1; /*.csv, /*?

@@ -1,6 +1,6 @@
 /**
  * Child process of the demo: the origins. Each one listens on its own
- * 127.0.0.1 port, answers /robots.txt with a corpus file read by path (or a
+ * 127.0.0.1 port, answers /robots.txt with a real robots.txt file read by path (or a
  * status), and any other path with a 200 page after a few milliseconds. It
  * records when each request reached it. Running in a process of its own keeps
  * those timestamps free of the proxy's and the crawler's event-loop load.

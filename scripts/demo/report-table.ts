@@ -137,7 +137,7 @@ export function renderTable(outcomes: SiteOutcome[], userAgentToBot: Map<string,
 export function renderFooter(facts: { connections: number; budgetSeconds: number }): string[] {
   return [
     'Columns:',
-    '  origin serves  the robots.txt this 127.0.0.1 origin serves, read from ../shared/corpus/robots/, or the status it answers instead',
+    '  origin serves  the robots.txt this 127.0.0.1 origin serves, read from test/fixtures/robots/, or the status it answers instead',
     '  reqs           requests the crawler sent to this origin through the proxy (several real bot User-Agents; paths built from',
     '                 the rules of the group that applies to each bot, so some are disallowed, plus ordinary paths)',
     '  allowed        allowed by the proxy and answered 2xx by the origin',
