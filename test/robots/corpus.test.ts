@@ -158,11 +158,18 @@ describe('curated real robots.txt files (test/fixtures/robots)', () => {
     assert.equal(verdictOf('wetter.com.txt', 'anybot', 'https://www.wetter.com/regenradar/Südamerika/x').allowed, false);
   });
 
-  it('applies wildcards, `$` and literal `|` as written', () => {
-    assert.equal(verdictOf('ebay.com.txt', 'anybot', 'https://www.ebay.com/sch/i.html?_nkw=a%7Cb').rule?.pattern, '/sch/*%7C');
-    assert.equal(verdictOf('ebay.com.txt', 'anybot', 'https://www.ebay.com/b/x?y=a|b').allowed, false);
-    // A `$` inside a pattern is a literal character, not an anchor.
-    assert.equal(verdictOf('developer.mozilla.org.txt', 'anybot', 'https://developer.mozilla.org/en-US/docs/Web$history').allowed, false);
+  it('gives both spellings of `|` and `$` the verdict of the rule written with either (issue #7 item 3)', () => {
+    // ebay.com writes `Disallow: /sch/*%7C` (line 48) and `Disallow: /b/*?*|` (line 22).
+    for (const query of ['_nkw=a|b', '_nkw=a%7Cb']) {
+      assert.equal(verdictOf('ebay.com.txt', 'anybot', `https://www.ebay.com/sch/i.html?${query}`).rule?.line, 48, query);
+    }
+    for (const query of ['y=a|b', 'y=a%7Cb']) {
+      assert.equal(verdictOf('ebay.com.txt', 'anybot', `https://www.ebay.com/b/x?${query}`).rule?.line, 22, query);
+    }
+    // developer.mozilla.org writes `Disallow: /*$history` (line 25): a `$` inside a pattern is a literal character, not an anchor.
+    for (const path of ['/en-US/docs/Web$history', '/en-US/docs/Web%24history']) {
+      assert.equal(verdictOf('developer.mozilla.org.txt', 'anybot', `https://developer.mozilla.org${path}`).rule?.line, 25, path);
+    }
     assert.equal(verdictOf('developer.mozilla.org.txt', 'anybot', 'https://developer.mozilla.org/en-US/docs/Web').allowed, true);
   });
 
