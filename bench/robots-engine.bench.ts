@@ -24,6 +24,8 @@ import robotsParserModule from 'robots-parser';
 import { DEFAULT_MAX_ROBOTS_BYTES, evaluate, extractPathAndQuery, extractProductTokens, parseRobotsTxt, USER_AGENT_SCAN_LIMIT_CHARS } from '../src/robots/index.js';
 import type { RobotsTxt } from '../src/robots/index.js';
 import { robotsCorpusForBench } from '../scripts/shared-corpus.js';
+// Deterministic (mulberry32), so every run measures the same URLs.
+import { prng } from '../test/robots/reference-matcher.js';
 
 /**
  * robots-parser is CommonJS (`module.exports = fn`) while its .d.ts declares an
@@ -92,18 +94,6 @@ function printTable(header: string[], rows: string[][]): void {
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(line(row));
-}
-
-/** Deterministic PRNG (mulberry32), so every run measures the same URLs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
