@@ -215,7 +215,7 @@ function benchParse(): void {
   const chosen = files.slice(0, 6);
   // Plus the largest file under the limit that has groups, which both engines parse whole.
   const underLimit = files.find((f) => f.size <= DEFAULT_MAX_ROBOTS_BYTES && parseRobotsTxt(readFileSync(path.join(CORPUS_DIR, f.name))).groups.length > 0);
-  if (underLimit !== undefined) chosen.push(underLimit);
+  if (underLimit !== undefined && !chosen.includes(underLimit)) chosen.push(underLimit);
   console.log(`\n2. Parse time, ms (median; ours 9 runs, robots-parser 5). Ours stops at ${DEFAULT_MAX_ROBOTS_BYTES} bytes (RFC 9309 §2.5);`);
   console.log('   robots-parser has NO size limit and parses the whole file. "ours+compile" also compiles every group\'s');
   console.log('   rules (done lazily on a group\'s first decision). robots-parser gets a pre-decoded string; ours gets bytes.');
