@@ -84,12 +84,13 @@ export function formatAnswer(url: string, a: CheckAnswer): string {
  * Runs the JSON-lines mode: reads `input` line by line, writes one JSON line
  * per non-empty input line to `output`, in order. Parsed files are cached by
  * body (bounded), so 10,000 cases over a few files parse each file once.
- * @returns counts of answered and malformed lines.
+ * @returns counts of answered lines, of those disallowed, and of malformed lines.
  */
-export async function runJsonl(input: Readable, output: Writable): Promise<{ answered: number; errors: number }> {
+export async function runJsonl(input: Readable, output: Writable): Promise<{ answered: number; disallowed: number; errors: number }> {
   const parsedByBody = new LRUCache<string, RobotsTxt>({ max: 256 });
   const lines = createInterface({ input, crlfDelay: Infinity });
   let answered = 0;
+  let disallowed = 0;
   let errors = 0;
   let buffer: string[] = [];
   const flush = async (): Promise<void> => {
@@ -100,13 +101,17 @@ export async function runJsonl(input: Readable, output: Writable): Promise<{ ans
   };
   for await (const line of lines) {
     // One output line per input line, blank ones included, so outputs stay aligned with inputs.
-    buffer.push(JSON.stringify(answerLine(line, parsedByBody)) + '\n');
-    if (buffer[buffer.length - 1]!.startsWith('{"error"')) errors++;
-    else answered++;
+    const answer = answerLine(line, parsedByBody);
+    buffer.push(JSON.stringify(answer) + '\n');
+    if ('error' in answer) errors++;
+    else {
+      answered++;
+      if (!answer.allowed) disallowed++;
+    }
     if (buffer.length >= 512) await flush();
   }
   await flush();
-  return { answered, errors };
+  return { answered, disallowed, errors };
 }
 
 function answerLine(line: string, parsedByBody: LRUCache<string, RobotsTxt>): CheckAnswer | { error: string } {
@@ -146,10 +151,11 @@ export interface CheckFilesOptions {
 }
 
 /**
- * Runs the files mode; returns the lines to print. Throws {@link UsageError}
+ * Runs the files mode; returns the lines to print and how many URLs are
+ * disallowed (the command exits 1 when any is). Throws {@link UsageError}
  * for a missing file, a missing agent or a bad URL.
  */
-export function runCheckFiles(options: CheckFilesOptions): string[] {
+export function runCheckFiles(options: CheckFilesOptions): { lines: string[]; disallowed: number } {
   if (options.userAgent === undefined && options.token === undefined) throw new UsageError('check needs --user-agent UA or --token TOKEN');
   if (options.urls.length === 0) throw new UsageError('check needs at least one URL');
   let body: Buffer;
@@ -160,8 +166,11 @@ export function runCheckFiles(options: CheckFilesOptions): string[] {
   }
   const robots = parseRobotsTxt(body);
   const tokens = tokensFor(options);
-  return options.urls.map((url) => {
+  let disallowed = 0;
+  const lines = options.urls.map((url) => {
     const answer = checkUrl(robots, tokens, url);
+    if (!answer.allowed) disallowed++;
     return options.json ? JSON.stringify({ url, ...answer }) : formatAnswer(url, answer);
   });
+  return { lines, disallowed };
 }

@@ -1,16 +1,41 @@
 #!/usr/bin/env node
 /**
- * `robots-proxy` command line: `serve`, `check`, `ca`, `help`.
- * Exit codes: 0 success, 1 runtime error, 2 usage or configuration error.
+ * `robots-proxy` command line: `serve`, `check`, `ca`, `help`, `--version`.
+ * Every command answers `--help`. Exit codes: 0 success (for `check`: every URL
+ * allowed), 1 runtime error (for `check`: some URL disallowed), 2 usage or
+ * configuration error.
  */
-import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { runCheckFiles, runJsonl } from './check.js';
 import { ProxyError, UsageError } from './errors.js';
+
+/** Environment variable naming the config file used when `--config` is not given. */
+const CONFIG_ENV = 'ROBOTS_PROXY_CONFIG';
+
+/** The package's own `config/default.yaml`, wherever the package is installed (the same from `src/` and `dist/`). */
+const PACKAGE_DEFAULT_CONFIG = fileURLToPath(new URL('../config/default.yaml', import.meta.url));
+
+/** `--config`, else `$ROBOTS_PROXY_CONFIG`, else the package's `config/default.yaml` (not the working directory's). */
+function configPathFrom(given: string | undefined): string {
+  if (given !== undefined) return given;
+  const fromEnv = process.env[CONFIG_ENV];
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : PACKAGE_DEFAULT_CONFIG;
+}
+
+function packageVersion(): string {
+  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
+
+const CONFIG_HELP = `  -c, --config FILE   the YAML config (default: $${CONFIG_ENV} if set, else the
+                      package's config/default.yaml)`;
 
 const HELP = `robots-proxy: a forward HTTP(S) proxy that makes bots obey robots.txt (RFC 9309)
 
 Usage:
-  robots-proxy serve --config FILE        run the proxy (npm start uses config/default.yaml)
+  robots-proxy serve [--config FILE]      run the proxy (npm start serves config/default.yaml)
   robots-proxy check --robots FILE (--user-agent UA | --token TOKEN) [--json] URL...
                                           decide URLs offline against one robots.txt file;
                                           candidates= lists the product tokens read from UA,
@@ -18,8 +43,91 @@ Usage:
   robots-proxy check --jsonl              read JSON lines {"robots","url","userAgent"|"token"}
                                           on stdin, write one JSON decision per line
   robots-proxy ca [--config FILE]         print the interception CA certificate path and PEM
-  robots-proxy help                       this text
+  robots-proxy help | --help              this text
+  robots-proxy --version                  the version
+
+"robots-proxy COMMAND --help" describes one command.
+Exit codes: 0 success, 1 runtime error, 2 usage or configuration error;
+check: 0 every URL allowed, 1 some URL disallowed, 2 bad usage or input.
 `;
+
+const SERVE_HELP = `Usage: robots-proxy serve [--config FILE]
+
+Runs the proxy and its admin API until SIGINT or SIGTERM. Once both listen it
+prints one line on stderr (proxy and admin addresses, CA path); logs are JSON
+lines on stdout.
+
+Options:
+${CONFIG_HELP}
+  -h, --help          this text
+
+Exit codes: 0 stopped by a signal, 1 runtime error, 2 configuration error
+(the message names the file, key and line, e.g. a port already in use).
+`;
+
+const CHECK_HELP = `Usage:
+  robots-proxy check --robots FILE (--user-agent UA | --token TOKEN) [--json] URL...
+  robots-proxy check --jsonl < cases.jsonl
+
+Decides URLs offline with the proxy's own engine, against one robots.txt file.
+
+Options:
+  -r, --robots FILE       the robots.txt file
+  -A, --user-agent UA     a User-Agent header; its product tokens choose the group
+  -t, --token TOKEN       a bare product token instead of a User-Agent
+      --json              one JSON object per URL instead of a text line
+      --jsonl             read JSON lines {"robots", "url", "userAgent" | "token"}
+                          on stdin; write one JSON decision per line, in order
+  -h, --help              this text
+
+Exit codes:
+  0  every URL (every JSON line) is allowed
+  1  at least one URL is disallowed
+  2  bad usage: unknown option, missing file or agent, a URL that is not an
+     absolute http(s) URL; with --jsonl, a malformed input line (it is answered
+     with {"error"} and the run goes on)
+`;
+
+const CA_HELP = `Usage: robots-proxy ca [--config FILE]
+
+Prints the path and the PEM of the CA certificate the proxy signs intercepted
+HTTPS with (https.caCert, or the CA generated under stateDir, created on first
+use). Clients must trust it (curl --cacert, NODE_EXTRA_CA_CERTS, the system
+trust store). A running proxy also serves it at http://ADMIN/ca.pem.
+
+Options:
+${CONFIG_HELP}
+  -h, --help          this text
+`;
+
+const configOptions = {
+  config: { type: 'string', short: 'c' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
+/**
+ * `parseArgs` with Node's messages turned into ours: "unknown option --x; run
+ * robots-proxy COMMAND --help" rather than Node's advice about `--`.
+ * @throws {UsageError}
+ */
+function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options']>>(command: string, args: string[], options: O, allowPositionals = false) {
+  try {
+    return parseArgs({ args, options, allowPositionals, strict: true });
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? '';
+    if (!code.startsWith('ERR_PARSE_ARGS')) throw err;
+    const quoted = /'([^']*)'/.exec((err as Error).message)?.[1] ?? '';
+    const what =
+      code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+        ? `unknown option ${quoted}`
+        : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
+          ? `unexpected argument ${JSON.stringify(quoted)}`
+          : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
+            ? `option ${/--[\w-]+/.exec(quoted)?.[0] ?? quoted} ${quoted.includes('<value>') ? 'needs a value' : 'takes no value'}`
+            : (err as Error).message;
+    throw new UsageError(`${command}: ${what}; run "robots-proxy ${command} --help"`, { cause: err });
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -30,45 +138,74 @@ async function main(argv: string[]): Promise<number> {
     case '-h':
       process.stdout.write(HELP);
       return 0;
+    case 'version':
+    case '--version':
+    case '-v':
+    case '-V':
+      process.stdout.write(`${packageVersion()}\n`);
+      return 0;
     case 'check':
       return runCheck(rest);
     case 'serve': {
-      const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' } }, strict: true });
+      const { values } = parseCommandArgs('serve', rest, configOptions);
+      if (values.help) return printHelp(SERVE_HELP);
+      const configPath = configPathFrom(values.config);
       const { serve } = await import('./main.js');
-      await serve({ configPath: values.config ?? 'config/default.yaml' });
+      await serve({ configPath }).catch(rethrowPlaced(configPath));
       return 0;
     }
     case 'ca': {
-      const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' } }, strict: true });
+      const { values } = parseCommandArgs('ca', rest, configOptions);
+      if (values.help) return printHelp(CA_HELP);
+      const configPath = configPathFrom(values.config);
       const { printCa } = await import('./main.js');
-      await printCa({ configPath: values.config ?? 'config/default.yaml' });
+      await printCa({ configPath }).catch(rethrowPlaced(configPath));
       return 0;
     }
     default:
-      throw new UsageError(`unknown command "${command}"; run "robots-proxy help"`);
+      throw new UsageError(`unknown command "${command}"; run "robots-proxy --help"`);
   }
 }
 
+/** A config error raised after loading (a port in use, an unreadable file) gets the file, line and column of its key. */
+function rethrowPlaced(configPath: string): (err: unknown) => Promise<never> {
+  return async (err) => {
+    const { placeConfigError } = await import('./config/runtime-errors.js');
+    throw placeConfigError(err, configPath);
+  };
+}
+
+function printHelp(text: string): number {
+  process.stdout.write(text);
+  return 0;
+}
+
+/** `check`: 0 when every URL is allowed, 1 when one is disallowed, 2 (thrown UsageError) for bad usage. */
 async function runCheck(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandArgs(
+    'check',
     args,
-    allowPositionals: true,
-    strict: true,
-    options: {
+    {
       robots: { type: 'string', short: 'r' },
       'user-agent': { type: 'string', short: 'A' },
       token: { type: 'string', short: 't' },
       jsonl: { type: 'boolean' },
       json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
-  });
+    true,
+  );
+  if (values.help) return printHelp(CHECK_HELP);
   if (values.jsonl) {
-    const { errors } = await runJsonl(process.stdin, process.stdout);
-    if (errors > 0) process.stderr.write(`robots-proxy check: ${errors} malformed input line(s) answered with {"error"}\n`);
-    return 0;
+    const { errors, disallowed } = await runJsonl(process.stdin, process.stdout);
+    if (errors > 0) {
+      process.stderr.write(`robots-proxy check: ${errors} malformed input line(s) answered with {"error"}\n`);
+      return 2;
+    }
+    return disallowed > 0 ? 1 : 0;
   }
-  if (values.robots === undefined) throw new UsageError('check needs --robots FILE (or --jsonl)');
-  const lines = runCheckFiles({
+  if (values.robots === undefined) throw new UsageError('check needs --robots FILE (or --jsonl); run "robots-proxy check --help"');
+  const { lines, disallowed } = runCheckFiles({
     robotsFile: values.robots,
     userAgent: values['user-agent'],
     token: values.token,
@@ -76,7 +213,7 @@ async function runCheck(args: string[]): Promise<number> {
     json: values.json ?? false,
   });
   process.stdout.write(lines.join('\n') + '\n');
-  return 0;
+  return disallowed > 0 ? 1 : 0;
 }
 
 main(process.argv.slice(2)).then(
@@ -85,9 +222,8 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     const isUsage = err instanceof ProxyError && (err.code === 'ERR_USAGE' || err.code === 'ERR_CONFIG');
-    const isArgs = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ?? false;
     process.stderr.write(`robots-proxy: ${(err as Error).message}\n`);
-    if (!isUsage && !isArgs && process.env.DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
-    process.exitCode = isUsage || isArgs ? 2 : 1;
+    if (!isUsage && process.env.DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
+    process.exitCode = isUsage ? 2 : 1;
   },
 );

@@ -36,7 +36,7 @@ describe('robots-proxy check', () => {
   it('prints one line per URL with verdict, token, group, rule, line and crawl-delay', async () => {
     const ua = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)';
     const r = await run(['check', '--robots', robotsFile, '--user-agent', ua, 'https://example.com/public/a', 'https://example.com/x']);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 1, `one URL is disallowed: exit 1 (${r.stderr})`);
     const lines = r.stdout.trim().split('\n');
     assert.equal(lines.length, 2);
     assert.match(lines[0]!, /^ALLOWED .*reason=rule-allow .*token=GPTBot .*group=GPTBot .*"allow: \/public\/" line=6 .*crawl-delay=2.5s/);
@@ -65,7 +65,7 @@ describe('robots-proxy check', () => {
 
   it('uses a bare --token and the * group for unknown tokens', async () => {
     const r = await run(['check', '--robots', robotsFile, '--token', 'OtherBot', '--json', 'http://example.com/private/x']);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 1, r.stderr);
     const answer = JSON.parse(r.stdout);
     assert.equal(answer.allowed, false);
     assert.equal(answer.group, '*');
@@ -85,7 +85,8 @@ describe('robots-proxy check', () => {
       JSON.stringify({ robots, url: 'http://a.example/x', token: 'FooBot' }),
     ].join('\n');
     const r = await run(['check', '--jsonl'], input + '\n');
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 2, 'malformed lines: exit 2, after answering every line');
+    assert.match(r.stderr, /4 malformed input line/);
     const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(out.length, 7, 'one output line per input line, the blank one included');
     assert.deepEqual(out[0], { allowed: false, reason: 'rule-disallow', token: 'FooBot', candidates: ['FooBot'], group: 'FooBot', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: 0.5 });
@@ -101,11 +102,24 @@ describe('robots-proxy check', () => {
     const robots = 'User-agent: *\nDisallow: /a\nAllow: /a/b\n';
     const input = Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ robots, url: `http://h.example/a/${i % 3 === 0 ? 'b' : 'c'}/${i}`, token: 'x' })).join('\n');
     const r = await run(['check', '--jsonl'], input);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 1, `some cases are disallowed (${r.stderr})`);
     const out = r.stdout.trim().split('\n');
     assert.equal(out.length, 10_000);
     assert.equal(JSON.parse(out[3]!).allowed, true);
     assert.equal(JSON.parse(out[4]!).allowed, false);
+  });
+
+  it('exits 0 when every URL is allowed, 1 when any is disallowed (files and JSON lines)', async () => {
+    const allowed = await run(['check', '--robots', robotsFile, '--token', 'OtherBot', 'http://example.com/a', 'http://example.com/b']);
+    assert.equal(allowed.code, 0, allowed.stderr);
+    const mixed = await run(['check', '--robots', robotsFile, '--token', 'OtherBot', 'http://example.com/a', 'http://example.com/private/b', 'http://example.com/c']);
+    assert.equal(mixed.code, 1, mixed.stderr);
+    assert.equal(mixed.stdout.trim().split('\n').length, 3, 'every URL is still answered');
+    const robots = 'User-agent: *\nDisallow: /x\n';
+    const jsonAllowed = await run(['check', '--jsonl'], JSON.stringify({ robots, url: 'http://a.example/y', token: 'A' }) + '\n');
+    assert.equal(jsonAllowed.code, 0, jsonAllowed.stderr);
+    const jsonDenied = await run(['check', '--jsonl'], [JSON.stringify({ robots, url: 'http://a.example/y', token: 'A' }), JSON.stringify({ robots, url: 'http://a.example/x', token: 'A' })].join('\n'));
+    assert.equal(jsonDenied.code, 1, jsonDenied.stderr);
   });
 
   it('fails with exit code 2 and a clear message on bad usage', async () => {
@@ -116,5 +130,9 @@ describe('robots-proxy check', () => {
     assert.equal(noAgent.code, 2);
     const badFlag = await run(['check', '--robot', robotsFile]);
     assert.equal(badFlag.code, 2);
+    assert.equal(badFlag.stderr, 'robots-proxy: check: unknown option --robot; run "robots-proxy check --help"\n');
+    const badUrl = await run(['check', '--robots', robotsFile, '--token', 'x', 'not-a-url']);
+    assert.equal(badUrl.code, 2);
+    assert.match(badUrl.stderr, /not an absolute URL/);
   });
 });

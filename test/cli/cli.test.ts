@@ -1,0 +1,122 @@
+/**
+ * The `robots-proxy` command line as real child processes (issue #7, item 8):
+ * every command answers `--help`, `--version` prints the package version, bad
+ * usage says what is wrong in our words with exit 2, and `ca` without
+ * `--config` reads the package's config (or `$ROBOTS_PROXY_CONFIG`), not the
+ * working directory's.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = join(root, 'src/cli.ts');
+/** tsx by absolute URL, so the CLI also runs from a working directory outside the repository. */
+const tsx = import.meta.resolve('tsx');
+
+function run(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env, ...options.env };
+    delete env['ROBOTS_PROXY_CONFIG'];
+    if (options.env?.['ROBOTS_PROXY_CONFIG'] !== undefined) env['ROBOTS_PROXY_CONFIG'] = options.env['ROBOTS_PROXY_CONFIG'];
+    const child = spawn(process.execPath, ['--import', tsx, cli, ...args], { cwd: options.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+describe('robots-proxy help and version', () => {
+  it('prints each command\'s own help with --help and -h, exit 0', async () => {
+    const expected: Record<string, RegExp[]> = {
+      serve: [/^Usage: robots-proxy serve \[--config FILE\]/, /ROBOTS_PROXY_CONFIG/, /one line on stderr/],
+      check: [/robots-proxy check --robots FILE/, /--jsonl/, /0 +every URL/, /1 +at least one URL is disallowed/, /2 +bad usage/],
+      ca: [/^Usage: robots-proxy ca \[--config FILE\]/, /ca\.pem/],
+    };
+    // Each child costs a second or two of start-up: -h is tried on one command.
+    for (const [command, patterns] of Object.entries(expected)) {
+      for (const flag of command === 'check' ? ['--help', '-h'] : ['--help']) {
+        const r = await run([command, flag]);
+        assert.equal(r.code, 0, `${command} ${flag}: ${r.stderr}`);
+        assert.equal(r.stderr, '');
+        for (const pattern of patterns) assert.match(r.stdout, pattern, `${command} ${flag}`);
+      }
+    }
+    const general = await run(['--help']);
+    assert.equal(general.code, 0);
+    assert.match(general.stdout, /robots-proxy COMMAND --help/);
+    assert.match(general.stdout, /--version/);
+  });
+
+  it('prints the package version with --version and -v', async () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const r = await run([flag]);
+      assert.equal(r.code, 0);
+      assert.equal(r.stdout, `${version}\n`);
+    }
+  });
+
+  it('explains bad usage in its own words with exit 2, never Node\'s raw argument error', async () => {
+    const cases: Array<[string[], string]> = [
+      [['serve', '--confg', 'x.yaml'], 'robots-proxy: serve: unknown option --confg; run "robots-proxy serve --help"\n'],
+      [['ca', '--config'], 'robots-proxy: ca: option --config needs a value; run "robots-proxy ca --help"\n'],
+      [['serve', 'extra'], 'robots-proxy: serve: unexpected argument "extra"; run "robots-proxy serve --help"\n'],
+      [['frobnicate'], 'robots-proxy: unknown command "frobnicate"; run "robots-proxy --help"\n'],
+    ];
+    for (const [args, stderr] of cases) {
+      const r = await run(args);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.equal(r.stderr, stderr);
+      assert.doesNotMatch(r.stderr, /ERR_PARSE_ARGS|To specify a positional argument/);
+    }
+  });
+});
+
+describe('robots-proxy ca', () => {
+  let cwd: string;
+  before(() => {
+    cwd = mkdtempSync(join(tmpdir(), 'robots-proxy-ca-cwd-'));
+  });
+  after(() => rmSync(cwd, { recursive: true, force: true }));
+
+  it('without --config reads the package\'s config/default.yaml, from any working directory', async () => {
+    // The working directory has no config/default.yaml: the package's is used, and its
+    // relative stateDir (./state) is resolved against the working directory, as documented.
+    const r = await run(['ca'], { cwd });
+    assert.equal(r.code, 0, r.stderr);
+    const certPath = join(cwd, 'state', 'ca', 'ca.pem');
+    assert.ok(r.stdout.startsWith(`# ${certPath}\n-----BEGIN CERTIFICATE-----`), r.stdout.slice(0, 200));
+    assert.ok(existsSync(certPath));
+  });
+
+  it('without --config reads $ROBOTS_PROXY_CONFIG when set (the container sets it)', async () => {
+    const stateDir = join(cwd, 'env-state');
+    const configPath = join(cwd, 'env.yaml');
+    writeFileSync(configPath, `stateDir: ${stateDir}\n`);
+    const r = await run(['ca'], { cwd, env: { ROBOTS_PROXY_CONFIG: configPath } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.startsWith(`# ${join(stateDir, 'ca', 'ca.pem')}\n`), r.stdout.slice(0, 200));
+    // --config wins over the environment.
+    const explicit = join(cwd, 'explicit.yaml');
+    writeFileSync(explicit, `stateDir: ${join(cwd, 'explicit-state')}\n`);
+    const r2 = await run(['ca', '--config', explicit], { cwd, env: { ROBOTS_PROXY_CONFIG: configPath } });
+    assert.ok(r2.stdout.startsWith(`# ${join(cwd, 'explicit-state', 'ca', 'ca.pem')}\n`), r2.stdout.slice(0, 200));
+  });
+
+  it('a stateDir that cannot be created fails at once, naming stateDir and its line (exit 2)', { skip: !existsSync('/proc/self'), timeout: 30_000 }, async () => {
+    const configPath = join(cwd, 'proc.yaml');
+    writeFileSync(configPath, '# state in /proc\nstateDir: /proc/robots-proxy-nope\n');
+    const r = await run(['ca', '--config', configPath], { cwd });
+    assert.equal(r.code, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, new RegExp(`^robots-proxy: ${configPath.replaceAll('.', '\\.')}:2:1: stateDir: cannot create the directory "/proc/robots-proxy-nope"`));
+  });
+});
