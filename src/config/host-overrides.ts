@@ -13,11 +13,13 @@ export interface OriginLimits {
 }
 
 /**
- * Finds the `hosts` entry for `origin`: first the entry for the full origin
- * (`https://example.com:8443`), then the entry for its bare hostname
- * (`example.com`, which covers every scheme and port). Fields the entry does
- * not set come from `pacing` (`pacing.minDelayMs`, `pacing.maxConcurrency`):
- * an entry replaces the global values, it may lower them as well as raise them.
+ * Finds the `hosts` entry for `origin`, most precise first: the entry for the
+ * full origin (`https://example.com:8443`), then the entry for its bare
+ * hostname (`example.com`, every scheme and port), then the most specific host
+ * glob (`*.a.example.com` before `*.example.com`; a glob never matches its own
+ * apex). Fields the entry does not set come from `pacing`
+ * (`pacing.minDelayMs`, `pacing.maxConcurrency`): an entry replaces the global
+ * values, it may lower them as well as raise them. Extension, not in RFC 9309.
  * @param origin `scheme://host[:port]` (RFC 9309 §2.3 origin); it is
  *   normalised with `URL` first, so upper case or an explicit default port
  *   still match.
@@ -34,7 +36,7 @@ export function resolveHostOverride(config: Config, origin: string): OriginLimit
     } catch {
       return undefined;
     }
-    const key = [url.origin, url.hostname].find((k) => Object.hasOwn(hosts, k));
+    const key = [url.origin, url.hostname, ...globsFor(url.hostname)].find((k) => Object.hasOwn(hosts, k));
     entry = key === undefined ? undefined : hosts[key];
   }
   if (entry === undefined) return undefined;
@@ -42,6 +44,19 @@ export function resolveHostOverride(config: Config, origin: string): OriginLimit
     minDelayMs: entry.minDelayMs ?? pacing.minDelayMs,
     maxConcurrency: entry.maxConcurrency ?? pacing.maxConcurrency,
   };
+}
+
+/**
+ * The host globs that cover `hostname`, most specific first:
+ * `a.b.example.com` -> `*.b.example.com`, `*.example.com`, `*.com`. None for
+ * an IP address (`[::1]`, `192.0.2.1`): globs name domains.
+ */
+function globsFor(hostname: string): string[] {
+  if (hostname.startsWith('[') || /^[\d.]+$/.test(hostname)) return [];
+  const labels = hostname.split('.');
+  const globs: string[] = [];
+  for (let i = 1; i < labels.length; i++) globs.push(`*.${labels.slice(i).join('.')}`);
+  return globs;
 }
 
 /**

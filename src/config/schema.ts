@@ -254,7 +254,8 @@ const hostsSchema = z
       }
       const earlier = seen.get(result.value);
       if (earlier !== undefined) {
-        fail(ctx.issues, [key], `names the same ${result.value.includes('://') ? 'origin' : 'host'} as "${earlier}"`, key);
+        const kind = result.value.includes('://') ? 'origin' : result.value.startsWith('*.') ? 'host glob' : 'host';
+        fail(ctx.issues, [key], `names the same ${kind} as "${earlier}"`, key);
         continue;
       }
       seen.set(result.value, key);
@@ -338,12 +339,15 @@ export function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
 /**
  * Normalises a `hosts` key: an origin `scheme://host[:port]` (http or https)
  * becomes `URL.origin` (lower case, punycode, default port elided, RFC 9309
- * §2.3); a bare hostname or IP becomes `URL.hostname` (`::1` -> `[::1]`).
- * Never throws.
+ * §2.3); a bare hostname or IP becomes `URL.hostname` (`::1` -> `[::1]`); a host
+ * glob `*.example.com` (a leading `*` label: any subdomain, at any depth, not
+ * `example.com` itself) becomes `*.` plus the normalised rest. A `*` anywhere
+ * else, in an origin, or alone is refused. Extension, not in RFC 9309. Never throws.
  */
 export function normaliseHostKey(key: string): { ok: true; value: string } | { ok: false; reason: string } {
-  const hint = 'write an origin "scheme://host[:port]" or a bare hostname, e.g. "https://example.com" or "example.com"';
+  const hint = 'write an origin "scheme://host[:port]", a bare hostname or a host glob, e.g. "https://example.com", "example.com" or "*.example.com"';
   if (key.includes('://')) {
+    if (key.includes('*')) return { ok: false, reason: 'a host glob has no scheme or port: write "*.example.com" (it covers every scheme and port)' };
     let url: URL;
     try {
       url = new URL(key);
@@ -356,13 +360,31 @@ export function normaliseHostKey(key: string): { ok: true; value: string } | { o
     }
     return { ok: true, value: url.origin };
   }
+  if (key.includes('*')) {
+    const rest = key.startsWith('*.') ? key.slice(2) : undefined;
+    if (rest === undefined || rest.includes('*') || rest === '') {
+      return { ok: false, reason: `a "*" is allowed only as the whole first label of a host glob, e.g. "*.example.com"; for every host, set pacing instead` };
+    }
+    if (isIP(rest) !== 0) return { ok: false, reason: 'a host glob needs a domain name after "*.", not an IP address' };
+    const normalised = normaliseHostname(rest);
+    if (normalised === undefined) return { ok: false, reason: `is not a host glob: ${hint}` };
+    // `*.0.1`: the URL parser reads "0.1" as the IPv4 address 0.0.0.1.
+    if (isIP(normalised) !== 0) return { ok: false, reason: 'a host glob needs a domain name after "*.", not an IP address' };
+    return { ok: true, value: `*.${normalised}` };
+  }
+  const normalised = normaliseHostname(key);
+  return normalised === undefined ? { ok: false, reason: `is not a hostname: ${hint}` } : { ok: true, value: normalised };
+}
+
+/** `URL.hostname` of a bare hostname or IP (`::1` -> `[::1]`), or undefined when it is not one. Never throws. */
+function normaliseHostname(key: string): string | undefined {
   const host = isIP(key) === 6 ? `[${key}]` : key;
-  if (/[/:@?#\s]/.test(host.replace(/^\[.*\]$/, '')) || host === '') return { ok: false, reason: `is not a hostname: ${hint}` };
+  if (/[/:@?#\s]/.test(host.replace(/^\[.*\]$/, '')) || host === '') return undefined;
   try {
     const url = new URL(`http://${host}/`);
-    if (url.port !== '' || url.pathname !== '/') return { ok: false, reason: `is not a hostname: ${hint}` };
-    return { ok: true, value: url.hostname };
+    if (url.port !== '' || url.pathname !== '/') return undefined;
+    return url.hostname;
   } catch {
-    return { ok: false, reason: `is not a hostname: ${hint}` };
+    return undefined;
   }
 }

@@ -198,8 +198,10 @@ export interface Config {
   readonly upstream: UpstreamConfig;
   /**
    * Per-origin overrides. Keys are normalised: an origin (`https://example.com`,
-   * `http://example.com:8080`; lower case, punycode, default port elided) or a
-   * bare hostname (`example.com`, `[::1]`) that applies to every scheme and port.
+   * `http://example.com:8080`; lower case, punycode, default port elided), a
+   * bare hostname (`example.com`, `[::1]`) that applies to every scheme and
+   * port, or a host glob (`*.example.com`: any subdomain, not the apex).
+   * Precedence: exact origin, then exact host, then the most specific glob.
    */
   readonly hosts: Readonly<Record<string, HostOverride>>;
   readonly https: HttpsConfig;

@@ -9,6 +9,8 @@ const config = validateConfig({
     'example.com': { minDelay: '1s' },
     'http://example.org:8080': { maxConcurrency: 2 },
     '::1': { minDelay: '50ms' },
+    '*.example.com': { minDelay: '3s' },
+    '*.deep.example.com': { maxConcurrency: 3 },
   },
 });
 
@@ -33,9 +35,33 @@ describe('resolveHostOverride', () => {
     assert.deepEqual(resolveHostOverride(config, 'http://[::1]:9000'), { minDelayMs: 50, maxConcurrency: 6 });
   });
 
-  it('does not match subdomains, unknown hosts or non-URLs', () => {
-    assert.equal(resolveHostOverride(config, 'https://www.example.com'), undefined);
-    assert.equal(resolveHostOverride(config, 'https://example.net'), undefined);
+  it('matches a host glob on any subdomain, at any depth, never on its apex', () => {
+    assert.deepEqual(resolveHostOverride(config, 'https://www.example.com'), { minDelayMs: 3_000, maxConcurrency: 6 });
+    assert.deepEqual(resolveHostOverride(config, 'http://a.b.example.com:8080'), { minDelayMs: 3_000, maxConcurrency: 6 });
+    assert.deepEqual(resolveHostOverride(config, 'https://WWW.Example.COM'), { minDelayMs: 3_000, maxConcurrency: 6 });
+    // The apex has its own (exact host) entry; a glob alone never covers it.
+    assert.deepEqual(resolveHostOverride(config, 'https://example.com'), { minDelayMs: 2_000, maxConcurrency: 1 });
+    assert.equal(resolveHostOverride(validateConfig({ hosts: { '*.example.com': { minDelay: '1s' } } }), 'https://example.com'), undefined);
+  });
+
+  it('precedence: exact origin, then exact host, then the most specific glob', () => {
+    assert.deepEqual(resolveHostOverride(config, 'https://x.deep.example.com'), { minDelayMs: 100, maxConcurrency: 3 }, 'the longer glob wins; its unset fields come from pacing, not the shorter glob');
+    assert.deepEqual(resolveHostOverride(config, 'https://deep.example.com'), { minDelayMs: 3_000, maxConcurrency: 6 }, '*.deep.example.com does not cover deep.example.com');
+    const layered = validateConfig({ hosts: { '*.example.org': { minDelay: '1s' }, 'www.example.org': { minDelay: '2s' }, 'https://www.example.org': { minDelay: '3s' } } });
+    assert.equal(resolveHostOverride(layered, 'https://www.example.org')?.minDelayMs, 3_000);
+    assert.equal(resolveHostOverride(layered, 'http://www.example.org')?.minDelayMs, 2_000);
+    assert.equal(resolveHostOverride(layered, 'http://cdn.example.org')?.minDelayMs, 1_000);
+  });
+
+  it('never matches a glob against an IP address', () => {
+    // The schema refuses such globs (see normaliseHostKey); a Config built in code may still hold them.
+    const ipConfig = { ...validateConfig({}), hosts: { '*.1': { minDelayMs: 1_000 }, '*.0.1': { minDelayMs: 1_000 }, '*.0.0.1': { minDelayMs: 1_000 } } };
+    assert.equal(resolveHostOverride(ipConfig, 'http://127.0.0.1'), undefined);
+    assert.equal(resolveHostOverride(ipConfig, 'http://[::1]'), undefined);
+  });
+
+  it('does not match unknown hosts or non-URLs', () => {
+    assert.equal(resolveHostOverride(config, 'https://example.org'), undefined);
     assert.equal(resolveHostOverride(config, 'not a url'), undefined);
     assert.equal(resolveHostOverride(config, 'constructor'), undefined);
   });

@@ -44,6 +44,7 @@ describe('loadConfig: one fixture per failure mode', () => {
     ['ca-cert-without-key.yaml', 'https.caCert', 3, 3],
     ['bad-host-key.yaml', 'hosts["https://example.org/some/path"]', 4, 3],
     ['bad-host-override.yaml', 'hosts["example.com"].maxConcurency', 4, 5],
+    ['host-glob-misplaced.yaml', 'hosts["cdn.*.example.com"]', 5, 3],
     ['port-collision.yaml', 'admin.port', 4, 3],
     ['not-a-mapping.yaml', undefined, 1, 1],
   ];
@@ -186,6 +187,7 @@ describe('valid sample', () => {
         'http://example.com:8080': { minDelayMs: 500 },
         'example.org': { maxConcurrency: 2 },
         '[::1]': {},
+        '*.example.net': { minDelayMs: 1_000 },
       },
       https: { mode: 'tunnel', caCert: 'state/ca.pem', caKey: 'state/ca-key.pem', leafTtlMs: 3_600_000, idleTimeoutMs: 90_000 },
       stateDir: '/var/lib/robots-proxy',

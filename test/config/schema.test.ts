@@ -53,6 +53,8 @@ describe('configSchema: values refused, with the key named', () => {
     [{ hosts: { 'ftp://example.com': {} } }, 'hosts["ftp://example.com"]'],
     [{ hosts: { 'example.com': {}, 'EXAMPLE.com': {} } }, 'hosts["EXAMPLE.com"]'],
     [{ hosts: { ['__proto__']: { minDelay: '1s' } } }, 'hosts.__proto__'],
+    [{ hosts: { 'a.*.example.com': {} } }, 'hosts["a.*.example.com"]'],
+    [{ hosts: { '*.example.com': {}, '*.EXAMPLE.com': {} } }, 'hosts["*.EXAMPLE.com"]'],
     [{ log: { level: 'verbose' } }, 'log.level'],
     [{ stateDir: 5 }, 'stateDir'],
     [{ listen: { host: '0.0.0.0', port: 7000 }, admin: { port: 7000 } }, 'admin.port'],
@@ -119,6 +121,10 @@ describe('normaliseHostKey', () => {
     ['[::1]', '[::1]'],
     ['0:0::1', '[::1]'],
     ['http://[::1]:8080', 'http://[::1]:8080'],
+    ['*.example.com', '*.example.com'],
+    ['*.Example.COM', '*.example.com'],
+    ['*.bücher.example', '*.xn--bcher-kva.example'],
+    ['*.com', '*.com'],
   ];
   for (const [key, value] of accepted) {
     it(`${key} -> ${value}`, () => assert.deepEqual(normaliseHostKey(key), { ok: true, value }));
@@ -126,6 +132,26 @@ describe('normaliseHostKey', () => {
   const refused = ['', 'example.com:8080', 'example.com/path', 'user@example.com', 'https://example.com/path', 'https://u:p@example.com', 'https://example.com?q', 'ftp://example.com', 'exa mple.com', 'https://'];
   for (const key of refused) {
     it(`refuses ${JSON.stringify(key)}`, () => assert.equal(normaliseHostKey(key).ok, false));
+  }
+  // A "*" anywhere but as the whole first label would be accepted and never match: refused, saying where it may go.
+  const refusedGlobs: [string, RegExp][] = [
+    ['*', /first label/],
+    ['*.', /first label/],
+    ['a.*.example.com', /first label/],
+    ['*example.com', /first label/],
+    ['*.*.example.com', /first label/],
+    ['**.example.com', /first label/],
+    ['https://*.example.com', /no scheme/],
+    ['*.example.com:8080', /not a host glob/],
+    ['*.192.0.2.1', /not an IP address/],
+    ['*.0.1', /not an IP address/],
+  ];
+  for (const [key, reason] of refusedGlobs) {
+    it(`refuses the glob ${JSON.stringify(key)}`, () => {
+      const result = normaliseHostKey(key);
+      assert.equal(result.ok, false);
+      assert.match((result as { reason: string }).reason, reason);
+    });
   }
 });
 
