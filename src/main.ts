@@ -4,7 +4,6 @@
  * listeners; `startProxy` does the same from a validated Config (tests use it
  * with port 0).
  */
-import { readFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import type { lookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +12,8 @@ import { Agent } from 'undici';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
-import { loadConfig, type Config } from './config/index.js';
+import { listenConfigError, loadConfig, readCaFile, stateDirConfigError, type Config } from './config/index.js';
+import { makeDirectory } from './make-directory.js';
 import { RobotsCache, RobotsFetcher, nextFetchAtMs } from './cache/index.js';
 import { Pacer } from './pacing/index.js';
 import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
@@ -66,12 +66,7 @@ export interface StartOptions {
 }
 
 function readExtraCas(config: Config): string[] {
-  if (!config.upstream.caFile) return [];
-  try {
-    return [readFileSync(resolve(config.upstream.caFile), 'utf8')];
-  } catch (err) {
-    throw new ConfigError(`upstream.caFile: cannot read ${config.upstream.caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { key: 'upstream.caFile' }, { cause: err });
-  }
+  return config.upstream.caFile ? [readCaFile(resolve(config.upstream.caFile))] : [];
 }
 
 /**
@@ -89,8 +84,17 @@ function warnIfCacheExceedsHeap(cacheBytes: number, logger: Logger): void {
   }
 }
 
-/** Loads or creates the interception CA named by the config. @throws {CertificateError} */
+/**
+ * Loads or creates the interception CA named by the config.
+ * @throws {ConfigError} (key `stateDir`) when the state directory cannot be
+ *   created; {@link CertificateError} for bad CA material.
+ */
 export async function loadCa(config: Config, logger?: Logger): Promise<CaMaterial> {
+  if (!config.https.caCert) {
+    await makeDirectory(config.stateDir, 0o700).catch((err: unknown) => {
+      throw stateDirConfigError(config.stateDir, err);
+    });
+  }
   return loadOrCreateCa({
     stateDir: resolve(config.stateDir),
     ...(config.https.caCert ? { caCertPath: resolve(config.https.caCert) } : {}),
@@ -101,8 +105,9 @@ export async function loadCa(config: Config, logger?: Logger): Promise<CaMateria
 
 /**
  * Builds and starts the proxy from a validated config.
- * @throws {ConfigError} for an unreadable `upstream.caFile`; {@link CertificateError}
- *   for bad CA material; listen errors (`EADDRINUSE`) as they come.
+ * @throws {ConfigError} naming the key for an unreadable `upstream.caFile`, a
+ *   `stateDir` that cannot be created, or an address that cannot be bound
+ *   (`EADDRINUSE`, `EADDRNOTAVAIL`, `EACCES`); {@link CertificateError} for bad CA material.
  */
 export async function startProxy(config: Config, options: StartOptions = {}): Promise<RunningProxy> {
   const clock = options.clock ?? systemClock;
@@ -225,7 +230,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
   });
   const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished, connections });
-  const proxyAddress = await proxy.listen(config.listen.host, config.listen.port);
+  const proxyAddress = await proxy.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
+    throw listenConfigError('listen', config.listen.host, config.listen.port, err);
+  });
   guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
 
   let admin: AdminServer | undefined;
@@ -255,7 +262,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       guard.setOwnListeners([proxyAddress, adminAddress].map((a) => ({ host: a.address, port: a.port })));
     } catch (err) {
       await proxy.close();
-      throw err;
+      throw listenConfigError('admin', config.admin.host, config.admin.port, err);
     }
   }
   logger.info(
@@ -289,6 +296,21 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   };
 }
 
+/** `http://host:port` of a bound address (IPv6 in brackets). */
+function urlOf(address: AddressInfo): string {
+  return `http://${address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+}
+
+/**
+ * The one human line `serve` prints on stderr once both listeners are up:
+ * `robots-proxy listening: proxy http://127.0.0.1:8080, admin http://127.0.0.1:9090, CA /path/ca.pem`.
+ */
+export function describeListening(running: RunningProxy, config: Config): string {
+  const admin = running.adminAddress ? urlOf(running.adminAddress) : 'off (admin.enabled: false)';
+  const ca = running.ca ? `${running.ca.certPath} (clients must trust it)` : `none (https.mode: ${config.https.mode})`;
+  return `robots-proxy listening: proxy ${urlOf(running.proxyAddress)}, admin ${admin}, CA ${ca}`;
+}
+
 /**
  * `robots-proxy serve`: loads the config and runs until SIGINT/SIGTERM.
  * @throws {ConfigError} naming the file, key and line of a bad config.
@@ -296,6 +318,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfig(options.configPath);
   const running = await startProxy(config);
+  process.stderr.write(`${describeListening(running, config)}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = (): void => {
       process.off('SIGINT', stop);

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startProxyProcess } from '../helpers/processes.js';
@@ -61,6 +62,53 @@ describe('robots-proxy serve', () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /upstream\.timeout/);
     assert.ok(r.stderr.includes(`${r.configPath}:4:`), r.stderr);
+  });
+
+  it('prints one human line on stderr once listening: proxy, admin and CA, matching the JSON log line', { timeout: 40_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'robots-serve-'));
+    const configPath = join(dir, 'config.yaml');
+    writeFileSync(configPath, `listen: { host: 127.0.0.1, port: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nstateDir: ${join(dir, 'state')}\n`);
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no listening line: ${stderr}`)), 30_000);
+        child.once('exit', (code) => reject(new Error(`exited with ${code}: ${stderr}`)));
+        child.stderr.on('data', () => {
+          if (stderr.includes('\n')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      const line = /^robots-proxy listening: proxy http:\/\/127\.0\.0\.1:(\d+), admin http:\/\/127\.0\.0\.1:(\d+), CA (\S+) \(clients must trust it\)\n$/.exec(stderr);
+      assert.ok(line, stderr);
+      assert.equal(line[3], join(dir, 'state', 'ca', 'ca.pem'));
+      await new Promise((r) => setTimeout(r, 300)); // the JSON log is flushed every 100 ms
+      const listening = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.event === 'listening');
+      assert.deepEqual([listening.proxy, listening.admin], [`127.0.0.1:${line[1]}`, `127.0.0.1:${line[2]}`]);
+      assert.equal((await fetch(`http://127.0.0.1:${line[2]}/healthz`)).status, 200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('close', r));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a port in use stops the start naming the file, line, key and port (exit 2)', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const r = await serveUntilExit(`# taken\nadmin: { enabled: false }\nhttps: { mode: tunnel }\nlisten:\n  host: 127.0.0.1\n  port: ${port}\n`);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr, `robots-proxy: ${r.configPath}:6:3: listen.port: ${port} is already in use on 127.0.0.1 (another robots-proxy, or another program); stop it, or set listen.port to a free port (0 picks one)\n`);
+    } finally {
+      holder.close();
+    }
   });
 
   it('starts with a valid config and answers /healthz on the admin port', async () => {

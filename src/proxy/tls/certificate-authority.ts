@@ -4,10 +4,11 @@
  * start and reuses it afterwards. Extension, not in RFC 9309.
  */
 import { createPrivateKey, webcrypto, X509Certificate as NodeX509Certificate, type KeyObject } from 'node:crypto';
-import { mkdir, mkdtemp, open, readFile, rename, rm, stat, chmod } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rename, rm, stat, chmod } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CertificateError } from '../../errors.js';
+import { makeDirectory } from '../../make-directory.js';
 import { createSerialNumber, importSigningKey, x509, type SigningKey } from './x509-support.js';
 
 /** The subset of a pino logger this module uses. */
@@ -236,9 +237,9 @@ async function generateCa(nowMs: number): Promise<{ certPem: string; keyPem: str
  */
 async function storeCa(stateDir: string, caDir: string, pems: { certPem: string; keyPem: string }): Promise<boolean> {
   try {
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    await makeDirectory(stateDir, 0o700);
   } catch (error) {
-    throw new CertificateError(`cannot create state directory ${stateDir}`, { cause: error });
+    throw new CertificateError(`cannot create state directory ${stateDir} (stateDir): ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
   }
   let tempDir: string | undefined;
   try {
