@@ -7,6 +7,8 @@ import type { Decision } from '../policy/decision.js';
 
 /** One finished request (or CONNECT), whatever its outcome. */
 export interface AccessEntry {
+  /** The proxy's id of this request (`<process prefix>-<counter>`), also sent to the client in a response header and in the body of the proxy's own answers. */
+  requestId: string;
   /** When the request arrived, ms since the epoch. */
   startedAtMs: number;
   client: {
@@ -26,6 +28,8 @@ export interface AccessEntry {
      * `http-tunnelled` (plain HTTP inside a CONNECT tunnel) or `connect` (the CONNECT itself).
      */
     via: 'http' | 'https-intercepted' | 'http-tunnelled' | 'connect';
+    /** The client's own `X-Request-Id` header, or null/absent (a value the client controls; never used as `requestId`). */
+    clientRequestId?: string | null;
   };
   decision: Decision;
   /** Candidate product tokens extracted from the User-Agent, in preference order. */

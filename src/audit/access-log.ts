@@ -12,6 +12,10 @@ import type { AccessEntry } from './access-entry.js';
 
 /** Top-level field names of an access log line (besides pino's `level`, `time`, `pid`, `hostname`, `msg`). */
 export const ACCESS_LOG_FIELD = {
+  /** The proxy's request id, as sent to the client (`X-Robots-Proxy-Request-Id`). */
+  requestId: 'requestId',
+  /** The client's own `X-Request-Id`, capped to {@link ACCESS_LOG_LIMITS}.clientRequestIdChars; null when absent. */
+  clientRequestId: 'clientRequestId',
   /** When the request arrived, ISO-8601 (pino's `time` is when the line was written, at the end). */
   startedAt: 'startedAt',
   clientAddress: 'clientAddress',
@@ -53,6 +57,7 @@ export const ACCESS_LOG_MESSAGE = 'request';
 /** Length caps for values the client (or a remote robots.txt) controls, in UTF-16 code units. */
 export const ACCESS_LOG_LIMITS = {
   userAgentChars: 512,
+  clientRequestIdChars: 128,
   urlChars: 2048,
   methodChars: 32,
   productTokens: 16,
@@ -72,6 +77,8 @@ export type LoggedDecision = Omit<Decision, 'snapshot'> & { snapshot: LoggedSnap
 
 /** One access log record, before pino adds `level`, `time`, `pid`, `hostname` and `msg`. */
 export interface AccessLogRecord {
+  [ACCESS_LOG_FIELD.requestId]: string;
+  [ACCESS_LOG_FIELD.clientRequestId]: string | null;
   [ACCESS_LOG_FIELD.startedAt]: string;
   [ACCESS_LOG_FIELD.clientAddress]: string;
   [ACCESS_LOG_FIELD.clientPort]: number;
@@ -156,7 +163,10 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
   const f: F = ACCESS_LOG_FIELD;
   const tokens = entry.productTokens.slice(0, L.productTokens);
   if (entry.productTokens.length > L.productTokens) truncated.push(f.productTokens);
+  const clientRequestId = entry.request.clientRequestId ?? null;
   const record: AccessLogRecord = {
+    [f.requestId]: entry.requestId,
+    [f.clientRequestId]: clientRequestId === null ? null : cap(clientRequestId, L.clientRequestIdChars, f.clientRequestId, truncated),
     [f.startedAt]: toIso(entry.startedAtMs),
     [f.clientAddress]: entry.client.address,
     [f.clientPort]: entry.client.port,

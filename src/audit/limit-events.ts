@@ -41,12 +41,16 @@ export type LimitEvent =
       openFromClient: number;
       /** True when a status was written before the close; false: closed without an answer. */
       answered: boolean;
+      /** The request id sent in the answer, when it was answered. */
+      requestId?: string;
     }
   | {
       kind: 'client-idle-timeout';
       client: string;
       /** True when part of a request head had arrived (answered 408). */
       partialRequest: boolean;
+      /** The request id sent in the 408, when one was sent. */
+      requestId?: string;
     }
   | {
       kind: 'slot-hold-exceeded';

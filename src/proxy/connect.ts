@@ -21,7 +21,8 @@ import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
 import type { RequestPipeline } from './pipeline.js';
-import { renderProxyResponse } from './responses.js';
+import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './responses.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
 import { targetsOwnListener } from './loop-guard.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -101,12 +102,12 @@ export class ConnectHandler {
     const refused = await this.deps.pipeline.checkTarget(new URL(`${origin}/`), req.headers['user-agent']);
     if (refused) return this.refuse(req, socket, refused, startedAtMs);
     if (!this.interceptor || socket.destroyed) return void socket.destroy();
-    this.interceptor.open(socket, head, target);
+    this.interceptor.open(socket, head, target, requestIdOf(req));
   }
 
   /** Answers a CONNECT with the proxy's own response and audits it. */
   private refuse(req: IncomingMessage, socket: Duplex, decision: Decision, startedAtMs: number): void {
-    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
+    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
     writeRawResponse(socket, rendered);
     this.audit(req, decision, startedAtMs, rendered.status);
   }
@@ -146,7 +147,7 @@ export class ConnectHandler {
       isEstablished = true;
       release();
       upstream.setTimeout(0);
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      socket.write(`HTTP/1.1 200 Connection Established\r\n${DECISION_HEADER}: ${decisionHeaderValue(decision)}\r\n${REQUEST_ID_HEADER}: ${requestIdOf(req)}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
       socket.pipe(upstream).pipe(socket);
       this.closeWhenIdle(socket as net.Socket, upstream, origin);

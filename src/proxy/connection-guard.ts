@@ -21,6 +21,7 @@ import type http from 'node:http';
 import type net from 'node:net';
 import type { ConnectionLimitName, LimitEvent } from '../audit/limit-events.js';
 import { MAX_ANSWERED_REFUSALS } from './connection-limits.js';
+import { nextRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
 /** Options of {@link ConnectionGuard}. */
 export interface ConnectionGuardOptions {
@@ -66,14 +67,20 @@ export function clientKeyOf(remoteAddress: string | undefined): string {
   return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address) ? address.slice(7) : address;
 }
 
-/** The raw answer to a refused connection: status, Retry-After, Connection: close. */
-function refusalResponse(status: 503 | 429 | 408, retryAfterSeconds: number | undefined, body: string): string {
+/**
+ * The raw answer to a refused connection: status, Retry-After, Connection: close, and a
+ * request id (header and last body line) the client can quote; no request was read, so
+ * the shared renderer's Decision does not apply.
+ */
+function refusalResponse(status: 503 | 429 | 408, retryAfterSeconds: number | undefined, text: string, requestId: string): string {
   const reason = status === 503 ? 'Service Unavailable' : status === 429 ? 'Too Many Requests' : 'Request Timeout';
+  const body = `${text}request id: ${requestId}\ntime: ${new Date().toISOString()}\n`;
   const head = [
     `HTTP/1.1 ${status} ${reason}`,
     'content-type: text/plain; charset=utf-8',
     `content-length: ${Buffer.byteLength(body)}`,
     'cache-control: no-store',
+    `${REQUEST_ID_HEADER}: ${requestId}`,
     ...(retryAfterSeconds !== undefined ? [`retry-after: ${retryAfterSeconds}`] : []),
     'connection: close',
   ];
@@ -186,14 +193,15 @@ export class ConnectionGuard {
     socket.on('error', () => socket.destroy());
     const answered = this.#answeringRefusals < MAX_ANSWERED_REFUSALS;
     const cap = limit === 'max-connections' ? this.#options.maxConnections : this.#options.maxConnectionsPerClient;
-    if (answered) {
+    const requestId = answered ? nextRequestId() : undefined;
+    if (requestId !== undefined) {
       this.#answeringRefusals += 1;
       const retryAfterSeconds = Math.max(1, Math.ceil(this.#options.idleTimeoutMs / 1000));
       const body =
         limit === 'max-connections'
           ? `robots-proxy: too many connections (clients.maxConnections = ${cap}); retry after ${retryAfterSeconds} s\n`
           : `robots-proxy: too many connections from ${client} (clients.maxConnectionsPerClient = ${cap}); reuse or close idle connections, or retry after ${retryAfterSeconds} s\n`;
-      socket.end(refusalResponse(limit === 'max-connections' ? 503 : 429, retryAfterSeconds, body));
+      socket.end(refusalResponse(limit === 'max-connections' ? 503 : 429, retryAfterSeconds, body, requestId));
       // Read and drop what the client sends, so our close is a FIN after the answer, not a reset that loses it.
       socket.resume();
       const timer = setTimeout(() => socket.destroy(), this.#options.refusalLingerMs ?? 1000);
@@ -205,7 +213,7 @@ export class ConnectionGuard {
     } else {
       socket.destroy();
     }
-    this.#options.onLimit?.({ kind: 'connection-refused', limit, client, cap, open: this.#connections.size, openFromClient, answered });
+    this.#options.onLimit?.({ kind: 'connection-refused', limit, client, cap, open: this.#connections.size, openFromClient, answered, ...(requestId !== undefined ? { requestId } : {}) });
   }
 
   #armIdle(socket: net.Socket, state: ConnectionState): void {
@@ -243,14 +251,15 @@ export class ConnectionGuard {
     clearTimeout(state.idleTimer);
     state.idleTimer = undefined;
     const partialRequest = socket.bytesRead > state.bytesReadAtIdle;
-    if (partialRequest && socket.writable) {
+    const requestId = partialRequest && socket.writable ? nextRequestId() : undefined;
+    if (requestId !== undefined) {
       // No more parsing: a request completed now would be answered on a closing socket.
       socket.pause();
       const body = `robots-proxy: the request head did not arrive within clients.idleTimeout (${this.#options.idleTimeoutMs} ms)\n`;
-      socket.end(refusalResponse(408, undefined, body), () => socket.destroy());
+      socket.end(refusalResponse(408, undefined, body, requestId), () => socket.destroy());
     } else {
       socket.destroy();
     }
-    this.#options.onLimit?.({ kind: 'client-idle-timeout', client: state.client, partialRequest });
+    this.#options.onLimit?.({ kind: 'client-idle-timeout', client: state.client, partialRequest, ...(requestId !== undefined ? { requestId } : {}) });
   }
 }

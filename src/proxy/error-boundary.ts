@@ -20,6 +20,7 @@ import type { Decision } from '../policy/decision.js';
 import { renderProxyResponse } from './responses.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
+import { requestIdOf } from './request-id.js';
 
 /** What a boundary needs: a clock, a logger and the audit sink. */
 export interface BoundaryDeps {
@@ -80,7 +81,7 @@ export function guardRequest(deps: BoundaryDeps, scope: BoundaryScope, req: Inco
       let status = res.statusCode;
       let bytesSent = 0;
       if (!res.headersSent && !res.destroyed && !res.writableEnded) {
-        const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: deps.clock.nowMs() });
+        const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: deps.clock.nowMs(), requestId: requestIdOf(req) });
         res.writeHead(rendered.status, { ...rendered.headers, 'content-length': String(Buffer.byteLength(rendered.body)), connection: 'close' });
         res.end(rendered.body);
         req.resume();
@@ -111,7 +112,7 @@ export function guardSocketRequest(deps: BoundaryDeps, scope: BoundaryScope, req
       const decision = internalErrorDecision();
       let status = 0;
       if (bytesWrittenOf(socket) === writtenBefore && !socket.destroyed && socket.writable) {
-        const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: deps.clock.nowMs() });
+        const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: deps.clock.nowMs(), requestId: requestIdOf(req) });
         writeRawResponse(socket, rendered);
         status = rendered.status;
       } else {

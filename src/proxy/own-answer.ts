@@ -8,7 +8,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
+import type { Duplex } from 'node:stream';
+import { decideWithoutRobots } from '../policy/decide.js';
 import { renderProxyResponse } from './responses.js';
+import { clientErrorStatus, writeRawResponse } from './raw-response.js';
+import { clientRequestIdOf, nextRequestId, requestIdOf } from './request-id.js';
 
 /** How a request reached the proxy (the access line's `via`). */
 export type RequestVia = AccessEntry['request']['via'];
@@ -27,9 +31,10 @@ export interface OwnAnswerFacts {
   error?: string | null;
 }
 
-/** Builds the {@link AccessEntry} of an answer the proxy gave itself for `req`. Pure; never throws. */
+/** Builds the {@link AccessEntry} of an answer the proxy gave itself for `req` (with `req`'s request id). Never throws. */
 export function ownAnswerEntry(req: IncomingMessage, decision: Decision, facts: OwnAnswerFacts): AccessEntry {
   return {
+    requestId: requestIdOf(req),
     startedAtMs: facts.startedAtMs,
     client: { address: req.socket?.remoteAddress ?? '', port: req.socket?.remotePort ?? 0 },
     request: {
@@ -37,6 +42,7 @@ export function ownAnswerEntry(req: IncomingMessage, decision: Decision, facts: 
       url: (facts.url ?? req.url ?? '').slice(0, 2048),
       userAgent: req.headers['user-agent'] ?? null,
       via: facts.via,
+      clientRequestId: clientRequestIdOf(req),
     },
     decision,
     productTokens: decision.agentTokens,
@@ -60,11 +66,39 @@ export function refuseRequest(
   via: RequestVia,
 ): void {
   const startedAtMs = deps.clock.nowMs();
-  const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: startedAtMs });
+  const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: startedAtMs, requestId: requestIdOf(req) });
   const bytesSent = req.method === 'HEAD' ? 0 : Buffer.byteLength(rendered.body);
   const close = decision.reason === 'bad-request' ? { connection: 'close' } : {};
   res.writeHead(rendered.status, { ...rendered.headers, ...close, 'content-length': String(Buffer.byteLength(rendered.body)) });
   res.end(req.method === 'HEAD' ? undefined : rendered.body);
   req.resume();
   deps.onFinished(ownAnswerEntry(req, decision, { startedAtMs, nowMs: deps.clock.nowMs(), status: rendered.status, via, bytesSent }));
+}
+
+/**
+ * Answers a request Node's HTTP parser rejected (a server's `clientError`:
+ * malformed, head too large, too slow) with {@link clientErrorStatus}, through
+ * the shared renderer and with a request id, audits it, and closes. Nothing of
+ * the request is known but the peer's address. A socket that can no longer be
+ * written is destroyed. Never throws.
+ */
+export function answerClientError(deps: { clock: Clock; onFinished: (entry: AccessEntry) => void }, socket: Duplex, err: NodeJS.ErrnoException, via: RequestVia): void {
+  if (socket.destroyed || !socket.writable) return void socket.destroy();
+  const nowMs = deps.clock.nowMs();
+  const requestId = nextRequestId();
+  const decision = decideWithoutRobots('bad-request', { detail: `malformed request: ${err.code ?? 'unparsable'}` });
+  const rendered = renderProxyResponse(decision, { accept: undefined, nowMs, requestId, status: clientErrorStatus(err.code) });
+  writeRawResponse(socket, rendered);
+  const peer = socket as Duplex & { remoteAddress?: string; remotePort?: number };
+  deps.onFinished({
+    requestId,
+    startedAtMs: nowMs,
+    client: { address: peer.remoteAddress ?? '', port: peer.remotePort ?? 0 },
+    request: { method: '', url: '', userAgent: null, via },
+    decision,
+    productTokens: [],
+    timings: { queueWaitMs: null, upstreamMs: null, durationMs: 0 },
+    response: { status: rendered.status, upstreamStatus: null, bytesSent: Buffer.byteLength(rendered.body), bytesReceived: 0, clientAborted: false },
+    error: err.code ?? null,
+  });
 }

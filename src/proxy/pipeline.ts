@@ -21,6 +21,7 @@ import { forwardableHeaders } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER, renderProxyResponse } from './responses.js';
+import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import type { TargetGuard } from './target-guard.js';
 import { OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
 
@@ -199,13 +200,15 @@ export class RequestPipeline {
     };
     res.once('close', onClose);
 
+    const requestId = requestIdOf(req);
     const userAgent = req.headers['user-agent'];
     // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
     const { decision, productTokens } = await this.decideFor(target, userAgent);
     const entry = {
+      requestId,
       startedAtMs,
       client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
-      request: { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via },
+      request: { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via, clientRequestId: clientRequestIdOf(req) },
       productTokens,
     };
     const timings = { queueWaitMs: null as number | null, upstreamMs: null as number | null, upstreamStartedAtMs: null as number | null };
@@ -291,6 +294,7 @@ export class RequestPipeline {
           decision.upstream = { status };
           const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym);
           responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
+          responseHeaders[REQUEST_ID_HEADER] = requestId;
           res.writeHead(status, responseHeaders);
         },
         onUpstreamEnd: releaseSlot,
@@ -328,7 +332,7 @@ export class RequestPipeline {
 
   /** Writes the proxy's own response for `decision` (`close`: with `Connection: close`); returns its status. */
   private respond(res: ServerResponse, req: IncomingMessage, decision: Decision, options: { close?: boolean } = {}): number {
-    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
+    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
     if (res.headersSent || res.destroyed) return rendered.status;
     const close = options.close ? { connection: 'close' } : {};
     res.writeHead(rendered.status, { ...rendered.headers, 'content-length': String(Buffer.byteLength(rendered.body)), ...close });

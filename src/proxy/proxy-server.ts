@@ -14,9 +14,8 @@ import type { Clock } from '../clock.js';
 import { hasVisitedProxy } from './headers.js';
 import { targetsOwnListener } from './loop-guard.js';
 import { guardRequest, guardSocketRequest } from './error-boundary.js';
-import { refuseRequest } from './own-answer.js';
+import { answerClientError, refuseRequest } from './own-answer.js';
 import { parseProxyTarget } from './proxy-target.js';
-import { writeClientErrorResponse } from './raw-response.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -73,7 +72,7 @@ export class ProxyServer {
       socket.on('error', () => socket.destroy());
       guardSocketRequest(deps, { where: 'proxy-upgrade', via: 'http' }, req, socket, () => this.onUpgrade(req, socket, head));
     });
-    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => writeClientErrorResponse(socket, err));
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(deps, socket, err, 'http'));
   }
 
   /** Starts listening; resolves with the bound address. */

@@ -6,12 +6,12 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ProxyResponse } from './responses.js';
 
-/** Writes `response` as an HTTP/1.1 message on `socket` and ends it. Never throws. */
+/** Writes `response` as an HTTP/1.1 message on `socket` (with a `Date` header, as Node's own responses have) and ends it. Never throws. */
 export function writeRawResponse(socket: Duplex, response: ProxyResponse): void {
   if (socket.destroyed || !socket.writable) return;
   const head = [`HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? ''}`];
   for (const [name, value] of Object.entries(response.headers)) head.push(`${name}: ${value}`);
-  head.push(`content-length: ${Buffer.byteLength(response.body)}`, 'connection: close');
+  head.push(`date: ${new Date().toUTCString()}`, `content-length: ${Buffer.byteLength(response.body)}`, 'connection: close');
   socket.end(head.join('\r\n') + '\r\n\r\n' + response.body);
 }
 
@@ -22,18 +22,6 @@ export function writeRawResponse(socket: Duplex, response: ProxyResponse): void 
  */
 export function clientErrorStatus(code: string | undefined): number {
   if (code === 'HPE_HEADER_OVERFLOW') return 431;
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_REQUEST_HEADERS_TIMEOUT') return 408;
   return 400;
-}
-
-/**
- * Answers a request the HTTP parser rejected (`clientError`) with
- * {@link clientErrorStatus} and a one-line explanation, then closes; a socket
- * that can no longer be written is destroyed. Never throws.
- */
-export function writeClientErrorResponse(socket: Duplex, err: NodeJS.ErrnoException): void {
-  if (socket.destroyed || !socket.writable) return void socket.destroy();
-  const status = clientErrorStatus(err.code);
-  const body = `malformed request: ${err.code ?? 'unparsable'}\n`;
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
 }

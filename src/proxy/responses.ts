@@ -1,11 +1,19 @@
 /**
  * The proxy's own responses (DESIGN.md "The proxy's own responses"). The only
  * module that turns a {@link Decision} into a status code and writes a body
- * explaining it; `text/plain` by default, JSON when the client accepts
- * `application/json`. Every response, passed-on ones included, carries
- * `X-Robots-Proxy-Decision`.
+ * explaining it: `text/plain` by default, JSON for clients that prefer
+ * `application/json`, HTML for clients that prefer `text/html` (browsers).
+ * Every body and header carries the request id and the time, so the refusal
+ * can be quoted. Every response, passed-on ones included, carries
+ * `X-Robots-Proxy-Decision` and the request id header.
  */
+import { STATUS_CODES } from 'node:http';
+import escapeHtml from 'escape-html';
+import Negotiator from 'negotiator';
 import type { Decision } from '../policy/decision.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
+
+export { REQUEST_ID_HEADER };
 
 /** Name of the machine-readable outcome header. */
 export const DECISION_HEADER = 'x-robots-proxy-decision';
@@ -88,33 +96,68 @@ export interface ProxyResponse {
 export interface RenderOptions {
   /** The client's `Accept` header. */
   accept: string | undefined;
-  /** The current time, ms since the epoch (for Retry-After and "retried in"). */
+  /** The current time, ms since the epoch (for Retry-After, "retried in" and the time shown). */
   nowMs: number;
+  /** The request id (see `request-id.ts`), shown in the body and the {@link REQUEST_ID_HEADER} header. */
+  requestId: string;
   /** Who to contact to appeal a refusal (operator's text), if configured. */
   appeal?: string;
+  /**
+   * The status, when it is not {@link statusFor} the decision: Node's HTTP
+   * parser refusals (408, 431) share the reason `bad-request` (`clientErrorStatus` in raw-response.ts).
+   */
+  status?: number;
+}
+
+/** The body formats, the default first: a client that states no preference gets text. */
+const MEDIA_TYPES = ['text/plain', 'application/json', 'text/html'] as const;
+type MediaType = (typeof MEDIA_TYPES)[number];
+
+/** The format the client prefers, by `Accept` and its q-values (RFC 9110 §12.5.1); text/plain when none fits. */
+function negotiate(accept: string | undefined): MediaType {
+  if (accept === undefined || accept === '') return 'text/plain';
+  return (new Negotiator({ headers: { accept } }).mediaType([...MEDIA_TYPES]) as MediaType | undefined) ?? 'text/plain';
 }
 
 /**
  * Renders the proxy's own answer for `decision`: status, headers
- * (`X-Robots-Proxy-Decision`, `Retry-After` for 429/503, `Cache-Control: no-store`)
- * and a body that explains it. Pure; never throws.
+ * (`X-Robots-Proxy-Decision`, the request id, `Retry-After` for 429/503,
+ * `Cache-Control: no-store`) and a body that explains it, in the format the
+ * client's `Accept` prefers. In HTML every value is escaped. Pure; never throws.
  */
 export function renderProxyResponse(decision: Decision, options: RenderOptions): ProxyResponse {
-  const status = statusFor(decision);
+  const status = options.status ?? statusFor(decision);
   const retryAfter = retryAfterSecondsFor(decision, options.nowMs);
   const headers: Record<string, string> = {
     [DECISION_HEADER]: decisionHeaderValue(decision),
+    [REQUEST_ID_HEADER]: options.requestId,
     'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
   };
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
-  const wantsJson = (options.accept ?? '').toLowerCase().includes('application/json');
-  if (wantsJson) {
-    headers['content-type'] = 'application/json; charset=utf-8';
-    const body = JSON.stringify({ status, ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}), message: summary(decision), decision }) + '\n';
-    return { status, headers, body };
+  const time = iso(options.nowMs);
+  switch (negotiate(options.accept)) {
+    case 'application/json': {
+      headers['content-type'] = 'application/json; charset=utf-8';
+      const body = {
+        status,
+        requestId: options.requestId,
+        time,
+        ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
+        message: summary(decision),
+        decision,
+      };
+      return { status, headers, body: JSON.stringify(body) + '\n' };
+    }
+    case 'text/html':
+      headers['content-type'] = 'text/html; charset=utf-8';
+      // Nothing in the page runs or loads: values come from the client and from remote robots.txt files.
+      headers['content-security-policy'] = "default-src 'none'; style-src 'unsafe-inline'";
+      return { status, headers, body: renderHtml(status, decision, facts(decision, retryAfter, options.requestId, time), appealText(decision, options)) };
+    default:
+      headers['content-type'] = 'text/plain; charset=utf-8';
+      return { status, headers, body: renderText(decision, facts(decision, retryAfter, options.requestId, time), appealText(decision, options)) };
   }
-  headers['content-type'] = 'text/plain; charset=utf-8';
-  return { status, headers, body: explain(decision, retryAfter, options) };
 }
 
 /** One sentence saying what happened. */
@@ -127,7 +170,10 @@ function summary(d: Decision): string {
     case 'queue-full':
       return `Too many requests are waiting for ${d.origin}; the crawl-delay would make this one wait too long.`;
     case 'target-private-network':
-      return 'The target is in a private, loopback or link-local network, which this proxy does not reach.';
+      return (
+        'The target is in a loopback, private or link-local network, which this proxy does not reach. ' +
+        'The proxy operator can allow such targets with upstream.allowPrivateNetworks: true (config/local.yaml sets it, for trying the proxy on one machine).'
+      );
     case 'operator-policy':
       return 'Refused by the proxy operator\'s policy.';
     case 'client-not-allowed':
@@ -154,41 +200,78 @@ function robotsUrl(d: Decision): string {
 }
 
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  const date = new Date(ms);
+  return Number.isFinite(date.getTime()) ? date.toISOString() : 'invalid';
 }
 
-/** The text/plain body: what, why (file, group, rule, line, path), and what to do. */
-function explain(d: Decision, retryAfter: number | undefined, options: RenderOptions): string {
-  const lines = [summary(d), ''];
-  if (d.origin) lines.push(`origin:        ${d.origin}`);
-  if (d.path) lines.push(`path tested:   ${d.path}`);
+/** The labelled facts of an answer, in the order shown: what, why (file, group, rule, line, path), and how to quote it. */
+function facts(d: Decision, retryAfter: number | undefined, requestId: string, time: string): Array<[label: string, value: string]> {
+  const rows: Array<[string, string]> = [];
+  if (d.origin) rows.push(['origin', d.origin]);
+  if (d.path) rows.push(['path tested', d.path]);
   if (d.snapshot) {
     const s = d.snapshot;
-    lines.push(`robots.txt:    ${s.url}`);
-    lines.push(`fetched:       ${iso(s.fetchedAtMs)} (${s.state}${s.status !== undefined ? `, HTTP ${s.status}` : ''}${s.error ? `, ${s.error}` : ''})`);
-    if (d.reason === 'robots-unreachable') lines.push(`retried:       ${iso(s.expiresAtMs)}`);
+    rows.push(['robots.txt', s.url]);
+    rows.push(['fetched', `${iso(s.fetchedAtMs)} (${s.state}${s.status !== undefined ? `, HTTP ${s.status}` : ''}${s.error ? `, ${s.error}` : ''})`]);
+    if (d.reason === 'robots-unreachable') rows.push(['retried', iso(s.expiresAtMs)]);
   }
   if (d.snapshot?.state === 'ok') {
     const candidates = d.agentTokens.length > 0 ? d.agentTokens.join(', ') : '(none in the User-Agent)';
-    lines.push(`product token: ${d.productToken ?? `${candidates}: no group names it`}`);
-    lines.push(`group:         ${d.group === null ? '(none)' : `user-agent: ${d.group}`}`);
+    rows.push(['product token', d.productToken ?? `${candidates}: no group names it`]);
+    rows.push(['group', d.group === null ? '(none)' : `user-agent: ${d.group}`]);
   }
-  if (d.rule) lines.push(`rule:          ${d.rule.kind}: ${d.rule.pattern}   (line ${d.rule.line})`);
-  if (d.crawlDelaySeconds !== null) lines.push(`crawl-delay:   ${d.crawlDelaySeconds} s`);
+  if (d.rule) rows.push(['rule', `${d.rule.kind}: ${d.rule.pattern}   (line ${d.rule.line})`]);
+  if (d.crawlDelaySeconds !== null) rows.push(['crawl-delay', `${d.crawlDelaySeconds} s`]);
   if (d.pacing && d.reason === 'queue-full') {
-    lines.push(`delay:         ${d.pacing.delayMs / 1000} s between requests to this origin`);
-    if (d.pacing.queueLength !== undefined) lines.push(`queue length:  ${d.pacing.queueLength}`);
+    rows.push(['delay', `${d.pacing.delayMs / 1000} s between requests to this origin`]);
+    if (d.pacing.queueLength !== undefined) rows.push(['queue length', String(d.pacing.queueLength)]);
   }
-  if (d.upstream?.error) lines.push(`error:         ${d.upstream.error}`);
-  if (d.detail) lines.push(`detail:        ${d.detail}`);
-  if (retryAfter !== undefined) lines.push(`retry after:   ${retryAfter} s`);
-  lines.push(`decision:      ${decisionHeaderValue(d)}`);
-  if (d.verdict === 'deny' && (d.reason === 'rule-disallow' || d.reason === 'robots-unreachable')) {
-    lines.push('');
-    lines.push(
-      options.appeal ??
-        'This proxy enforces the site\'s robots.txt (RFC 9309) for the crawler named in your User-Agent. If you believe this is wrong, contact the proxy operator and quote the decision above.',
-    );
-  }
+  if (d.upstream?.error) rows.push(['error', d.upstream.error]);
+  if (d.detail) rows.push(['detail', d.detail]);
+  if (retryAfter !== undefined) rows.push(['retry after', `${retryAfter} s`]);
+  rows.push(['decision', decisionHeaderValue(d)]);
+  rows.push(['request id', requestId]);
+  rows.push(['time', time]);
+  return rows;
+}
+
+/** The closing paragraph of a robots.txt refusal (how to appeal), or undefined for other answers. */
+function appealText(d: Decision, options: RenderOptions): string | undefined {
+  if (d.verdict !== 'deny' || (d.reason !== 'rule-disallow' && d.reason !== 'robots-unreachable')) return undefined;
+  return (
+    options.appeal ??
+    'This proxy enforces the site\'s robots.txt (RFC 9309) for the crawler named in your User-Agent. If you believe this is wrong, contact the proxy operator and quote the request id and the decision above.'
+  );
+}
+
+/** The text/plain body: the summary, the facts one per line, the appeal. */
+function renderText(d: Decision, rows: ReadonlyArray<[string, string]>, appeal: string | undefined): string {
+  const lines = [summary(d), '', ...rows.map(([label, value]) => `${`${label}:`.padEnd(15)}${value}`)];
+  if (appeal !== undefined) lines.push('', appeal);
   return lines.join('\n') + '\n';
+}
+
+/** The text/html body: the same content as the text one, every value escaped. */
+function renderHtml(status: number, d: Decision, rows: ReadonlyArray<[string, string]>, appeal: string | undefined): string {
+  const title = `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+  const table = rows.map(([label, value]) => `<tr><th>${escapeHtml(label)}</th><td>${escapeHtml(value)}</td></tr>`).join('\n');
+  return [
+    '<!DOCTYPE html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="robots" content="noindex">',
+    `<title>${escapeHtml(title)}: robots-proxy</title>`,
+    '<style>body{font-family:system-ui,sans-serif;max-width:50em;margin:2em auto;padding:0 1em;line-height:1.4}' +
+      'th{text-align:left;vertical-align:top;padding:0.15em 1em 0.15em 0;white-space:nowrap}td{font-family:ui-monospace,monospace;word-break:break-all}</style>',
+    '</head>',
+    '<body>',
+    `<h1>${escapeHtml(title)}</h1>`,
+    `<p>${escapeHtml(summary(d))}</p>`,
+    `<table>\n${table}\n</table>`,
+    ...(appeal !== undefined ? [`<p>${escapeHtml(appeal)}</p>`] : []),
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
 }

@@ -18,6 +18,7 @@ import { guardConnection } from './error-boundary.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
 import { tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
 import type { TunnelRequestServer, TunnelSession } from './tunnel-requests.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
 
 /** Collaborators of {@link TunnelInterceptor}. */
 export interface InterceptDeps {
@@ -61,12 +62,12 @@ export class TunnelInterceptor {
   /**
    * Answers 200 on `socket` (a CONNECT that passed its checks) and serves the
    * tunnel: TLS or plain HTTP, as the first bytes say. `head`: bytes that came
-   * after the CONNECT head. Never throws.
+   * after the CONNECT head; `requestId`: the CONNECT's, sent in the 200. Never throws.
    */
-  open(socket: Duplex, head: Buffer, target: TunnelTarget): void {
+  open(socket: Duplex, head: Buffer, target: TunnelTarget, requestId: string): void {
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
-    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    socket.write(`HTTP/1.1 200 Connection Established\r\n${REQUEST_ID_HEADER}: ${requestId}\r\n\r\n`);
     const tunnel: InterceptedTunnel = { session: { target, scheme: 'https', requests: 0 }, raw: socket, tls: undefined, state: 'handshake', timer: undefined };
     // From the 200, not from the first byte: a client that opens a tunnel and never sends
     // anything must not hold the socket forever.

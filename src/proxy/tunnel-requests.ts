@@ -13,9 +13,8 @@ import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import { guardRequest, guardSocketRequest, type BoundaryDeps } from './error-boundary.js';
 import { hasVisitedProxy } from './headers.js';
-import { refuseRequest, type RequestVia } from './own-answer.js';
+import { answerClientError, refuseRequest, type RequestVia } from './own-answer.js';
 import type { RequestPipeline } from './pipeline.js';
-import { writeClientErrorResponse } from './raw-response.js';
 import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
 import type { UpgradeRelay } from './upgrade.js';
 
@@ -67,7 +66,7 @@ export class TunnelRequestServer {
         { event: 'tunnel-client-error', origin: session ? tunnelOrigin(session.target, session.scheme) : null, error: err.code ?? 'unparsable' },
         'malformed request inside a CONNECT tunnel: answered 400',
       );
-      writeClientErrorResponse(socket, err);
+      answerClientError(deps, socket, err, viaOf(session));
     });
   }
 

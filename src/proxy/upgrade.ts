@@ -14,7 +14,8 @@ import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { TargetGuard } from './target-guard.js';
-import { renderProxyResponse } from './responses.js';
+import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './responses.js';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 
@@ -33,6 +34,8 @@ export interface UpgradeDeps {
 /** Decides, paces and relays Upgrade requests through http-proxy (lifecycle: `close()`). */
 export class UpgradeRelay {
   private pipeline: RequestPipeline | undefined;
+  /** `X-Robots-Proxy-Decision` of the upgrades being relayed, for the upstream's answer. */
+  private readonly decisionHeaders = new WeakMap<IncomingMessage, string>();
   private readonly proxy = httpProxy.createProxyServer({ ws: true, xfwd: false, changeOrigin: true });
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
@@ -45,12 +48,21 @@ export class UpgradeRelay {
       const socket = target as Duplex | undefined;
       socket?.destroy?.();
     });
-    // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
-    // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
-    // An upgraded stream is over when either side ends or closes.
-    this.proxy.on('proxyReqWs', (proxyReq: http.ClientRequest, _req: IncomingMessage, socket: Duplex) => {
+    this.proxy.on('proxyReqWs', (proxyReq: http.ClientRequest, req: IncomingMessage, socket: Duplex) => {
       socket.once('close', () => proxyReq.destroy());
-      proxyReq.once('upgrade', (_res: IncomingMessage, proxySocket: Duplex) => {
+      // Registered before http-proxy's own listeners, so the upstream's answer (101, or a refusal
+      // of the upgrade) is written to the client with the decision and the request id.
+      const stamp = (res: IncomingMessage): void => {
+        const decision = this.decisionHeaders.get(req);
+        if (decision !== undefined) res.headers[DECISION_HEADER] = decision;
+        res.headers[REQUEST_ID_HEADER] = requestIdOf(req);
+      };
+      proxyReq.once('response', stamp);
+      proxyReq.once('upgrade', (res: IncomingMessage, proxySocket: Duplex) => {
+        stamp(res);
+        // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
+        // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
+        // An upgraded stream is over when either side ends or closes.
         const finish = (): void => {
           for (const s of [socket, proxySocket] as net.Socket[]) {
             if (typeof s.destroySoon === 'function') s.destroySoon();
@@ -75,7 +87,7 @@ export class UpgradeRelay {
    * @param url the target as understood, for the access line (default: the raw request target).
    */
   refuse(req: IncomingMessage, socket: Duplex, decision: Decision, facts: { via: RequestVia; startedAtMs?: number; url?: string }): void {
-    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs() });
+    const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
     writeRawResponse(socket, rendered);
     const nowMs = this.deps.clock.nowMs();
     this.deps.onFinished(
@@ -108,6 +120,7 @@ export class UpgradeRelay {
     waited.slot.release();
     if (socket.destroyed) return;
     req.url = target.pathname + target.search;
+    this.decisionHeaders.set(req, decisionHeaderValue(decision));
     const isHttps = target.protocol === 'https:';
     this.proxy.ws(req, socket, head, {
       target: target.origin,

@@ -29,6 +29,8 @@ describe('writeAccessLog', () => {
     );
     assert.equal(record.level, 'info');
     assert.equal(record.msg, ACCESS_LOG_MESSAGE);
+    assert.equal(record[F.requestId], '0123456789ab-1');
+    assert.equal(record[F.clientRequestId], null);
     assert.equal(record[F.startedAt], new Date(T0_MS).toISOString());
     assert.equal(record[F.clientAddress], '127.0.0.1');
     assert.equal(record[F.clientPort], 50123);
@@ -58,6 +60,15 @@ describe('writeAccessLog', () => {
     for (const flattened of ['verdict', 'reason', 'origin', 'rule', 'group']) {
       assert.equal(flattened in record, false, `${flattened} is not re-derived at the top level`);
     }
+  });
+
+  it("logs the client's own X-Request-Id apart from the proxy's id, capped", () => {
+    const record = logOnce(makeEntry({ requestId: 'ffffffffffff-z', request: { clientRequestId: 'abc-123' } }));
+    assert.equal(record[F.requestId], 'ffffffffffff-z');
+    assert.equal(record[F.clientRequestId], 'abc-123');
+    const long = logOnce(makeEntry({ request: { clientRequestId: 'x'.repeat(1000) } }));
+    assert.equal((long[F.clientRequestId] as string).length, ACCESS_LOG_LIMITS.clientRequestIdChars);
+    assert.deepEqual(long[F.truncated], [F.clientRequestId]);
   });
 
   it('carries upstream facts and the error code of a failed exchange', () => {

@@ -43,6 +43,7 @@ export function makeDecision(overrides: Partial<Decision> = {}): Decision {
 
 /** Fields of an {@link AccessEntry} that a test may override, one level deep. */
 export interface EntryOverrides {
+  requestId?: string;
   startedAtMs?: number;
   client?: Partial<AccessEntry['client']>;
   request?: Partial<AccessEntry['request']>;
@@ -56,6 +57,7 @@ export interface EntryOverrides {
 /** A finished request refused with 403 (see {@link makeDecision}), unless overridden. */
 export function makeEntry(overrides: EntryOverrides = {}): AccessEntry {
   return {
+    requestId: overrides.requestId ?? '0123456789ab-1',
     startedAtMs: overrides.startedAtMs ?? T0_MS,
     client: { address: '127.0.0.1', port: 50123, ...overrides.client },
     request: {

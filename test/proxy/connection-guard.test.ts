@@ -123,8 +123,13 @@ describe('connection caps', () => {
     assert.equal(answer.headers['retry-after'], '30', 'Retry-After: the idle timeout, in seconds');
     assert.equal(answer.headers['connection'], 'close');
     assert.match(answer.body, /maxConnectionsPerClient = 3/);
+    // A request id the client can quote, in the header and the body, and on the log line.
+    const requestId = String(answer.headers['x-robots-proxy-request-id']);
+    assert.match(requestId, /^[0-9a-f]{12}-[0-9a-z]+$/);
+    assert.ok(answer.body.includes(`request id: ${requestId}\n`), answer.body);
     assert.equal(await metric(proxy, METRIC_NAME.clientConnectionsRefused, { limit: 'max-connections-per-client' }), 1);
     const line = logs.lines.find((l) => l['event'] === 'connection-refused');
+    assert.equal(line?.['requestId'], requestId);
     assert.equal(line?.['limit'], 'max-connections-per-client');
     assert.equal(line?.['client'], '127.0.0.1');
     assert.equal(line?.['level'], 40);
@@ -234,8 +239,11 @@ describe('client idle timeout', () => {
     const answer = headOf(client.received());
     assert.equal(answer.status, 408);
     assert.equal(answer.headers['connection'], 'close');
+    const requestId = String(answer.headers['x-robots-proxy-request-id']);
+    assert.ok(answer.body.includes(`request id: ${requestId}\n`), answer.body);
     const line = logs.lines.find((l) => l['event'] === 'client-idle-timeout' && l['partialRequest'] === true);
     assert.ok(line, 'logged');
+    assert.equal(line['requestId'], requestId);
     assert.equal(line['level'], 30);
     assert.ok(!origin.hits.some((h) => h.url === '/page'), 'nothing upstream');
   });

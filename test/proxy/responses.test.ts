@@ -1,11 +1,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_RETRY_AFTER_SECONDS, renderProxyResponse, statusFor, decisionHeaderValue, toDelaySeconds } from '../../src/proxy/responses.js';
+import { clientErrorStatus } from '../../src/proxy/raw-response.js';
 import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
 import { parseRobotsTxt } from '../../src/robots/index.js';
 import type { Decision } from '../../src/policy/decision.js';
 
 const nowMs = Date.UTC(2026, 10, 30, 12, 0, 0);
+const requestId = '0123456789ab-1';
+/** What Chromium and Firefox send for a page. */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 const info = { url: 'http://a.example/robots.txt', status: 200, error: undefined, fetchedAtMs: nowMs - 5000, expiresAtMs: nowMs + 30_000, bytes: 40, truncated: false };
 
 function denied(): Decision {
@@ -15,7 +19,7 @@ function denied(): Decision {
 
 describe('renderProxyResponse', () => {
   it('explains a disallow in text/plain: robots.txt, fetch time, token, group, rule, line, path', () => {
-    const r = renderProxyResponse(denied(), { accept: undefined, nowMs });
+    const r = renderProxyResponse(denied(), { accept: undefined, nowMs, requestId });
     assert.equal(r.status, 403);
     assert.equal(r.headers['x-robots-proxy-decision'], 'deny; reason=rule-disallow');
     assert.match(r.headers['content-type']!, /^text\/plain/);
@@ -25,23 +29,94 @@ describe('renderProxyResponse', () => {
   });
 
   it('answers JSON with the decision when the client accepts application/json', () => {
-    const r = renderProxyResponse(denied(), { accept: 'application/json, */*', nowMs });
+    const r = renderProxyResponse(denied(), { accept: 'application/json, */*', nowMs, requestId });
     const body = JSON.parse(r.body);
     assert.equal(body.status, 403);
     assert.equal(body.decision.reason, 'rule-disallow');
     assert.equal(body.decision.rule.line, 2);
+    assert.equal(body.requestId, requestId);
+    assert.equal(body.time, new Date(nowMs).toISOString());
+  });
+
+  it('names the request id and the time in the header and every body', () => {
+    for (const accept of [undefined, '*/*', 'application/json', BROWSER_ACCEPT]) {
+      const r = renderProxyResponse(denied(), { accept, nowMs, requestId });
+      assert.equal(r.headers['x-robots-proxy-request-id'], requestId, String(accept));
+      assert.ok(r.body.includes(requestId), `${accept}: ${r.body}`);
+      assert.ok(r.body.includes('2026-11-30T12:00:00.000Z'), `${accept}: ${r.body}`);
+    }
+    assert.match(renderProxyResponse(denied(), { accept: undefined, nowMs, requestId }).body, /quote the request id/);
+  });
+
+  it('negotiates the format by Accept and its q-values; text/plain when nothing fits', () => {
+    const typeFor = (accept: string | undefined) => renderProxyResponse(denied(), { accept, nowMs, requestId }).headers['content-type'];
+    assert.match(typeFor(undefined)!, /^text\/plain/);
+    assert.match(typeFor('*/*')!, /^text\/plain/, 'curl, wget and most bots');
+    assert.match(typeFor('image/png')!, /^text\/plain/);
+    assert.match(typeFor(BROWSER_ACCEPT)!, /^text\/html/);
+    assert.match(typeFor('application/json')!, /^application\/json/);
+    assert.match(typeFor('text/html;q=0.5, application/json')!, /^application\/json/);
+    assert.match(typeFor('application/json;q=0.1, text/plain')!, /^text\/plain/);
+  });
+
+  it('renders HTML for browsers with every value escaped and nothing that runs', () => {
+    const evil = `<script>alert(1)</script>"'&<img src=x onerror=alert(2)>`;
+    const d: Decision = {
+      ...denied(),
+      origin: `http://${evil}`,
+      path: `/${evil}`,
+      group: evil,
+      agentTokens: [evil],
+      productToken: evil,
+      rule: { kind: 'disallow', pattern: evil, line: 7 },
+      detail: evil,
+      upstream: { error: evil },
+      snapshot: { ...denied().snapshot!, url: `http://${evil}/robots.txt`, error: evil },
+    };
+    const r = renderProxyResponse(d, { accept: BROWSER_ACCEPT, nowMs, requestId: `${requestId}<b>` });
+    assert.equal(r.status, 403);
+    assert.match(r.headers['content-type']!, /^text\/html; charset=utf-8$/);
+    assert.match(r.headers['content-security-policy']!, /default-src 'none'/);
+    assert.ok(!r.body.includes('<script'), r.body);
+    assert.ok(!r.body.includes('<img'), r.body);
+    assert.ok(!r.body.includes('<b>'), r.body);
+    assert.ok(r.body.includes('&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;&lt;img src=x onerror=alert(2)&gt;'), r.body);
+    // Only the page's own markup: every tag in the body is one the renderer writes.
+    const tags = new Set([...r.body.matchAll(/<\/?([a-zA-Z!][a-zA-Z0-9]*)/g)].map((m) => m[1]!.toLowerCase()));
+    assert.deepEqual([...tags].sort(), ['!doctype', 'body', 'h1', 'head', 'html', 'meta', 'p', 'style', 'table', 'td', 'th', 'title', 'tr']);
+    assert.match(r.body, /<h1>403 Forbidden<\/h1>/);
+    assert.match(r.body, /<th>rule<\/th><td>disallow: .*\(line 7\)<\/td>/);
+  });
+
+  it('names the setting that allows a private target', () => {
+    const d = decideWithoutRobots('target-private-network', { origin: 'http://127.0.0.1:8000', detail: '127.0.0.1 is a loopback, private or link-local address' });
+    const r = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
+    assert.equal(r.status, 403);
+    assert.match(r.body, /upstream\.allowPrivateNetworks: true/);
+    assert.match(r.body, /config\/local\.yaml/);
+    assert.doesNotMatch(r.body, /127\.0\.0\.1 is 127\.0\.0\.1/);
+  });
+
+  it('gives the HTTP parser refusals their own status with the reason bad-request', () => {
+    assert.equal(clientErrorStatus('HPE_HEADER_OVERFLOW'), 431);
+    assert.equal(clientErrorStatus('ERR_HTTP_REQUEST_TIMEOUT'), 408);
+    assert.equal(clientErrorStatus('HPE_INVALID_METHOD'), 400);
+    assert.equal(clientErrorStatus(undefined), 400);
+    const r = renderProxyResponse(decideWithoutRobots('bad-request', { detail: 'malformed request: HPE_HEADER_OVERFLOW' }), { accept: undefined, nowMs, requestId, status: 431 });
+    assert.equal(r.status, 431);
+    assert.equal(r.headers['x-robots-proxy-decision'], 'deny; reason=bad-request');
   });
 
   it('gives 503 + Retry-After until the retry for an unreachable robots.txt', () => {
     const d = decide({ info: { ...info, state: 'unreachable', status: 500 }, robots: null }, { origin: 'http://a.example', pathAndQuery: '/', productTokens: [] });
-    const r = renderProxyResponse(d, { accept: undefined, nowMs });
+    const r = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
     assert.equal(r.status, 503);
     assert.equal(r.headers['retry-after'], '30');
   });
 
   it('gives 429 + Retry-After for a full queue, with the delay and queue length', () => {
     const d: Decision = { ...denied(), verdict: 'deny', reason: 'queue-full', pacing: { delayMs: 500, waitedMs: 0, queueLength: 7, retryAfterSeconds: 4 } };
-    const r = renderProxyResponse(d, { accept: undefined, nowMs });
+    const r = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
     assert.equal(r.status, 429);
     assert.equal(r.headers['retry-after'], '4');
     assert.match(r.body, /queue length: +7/);

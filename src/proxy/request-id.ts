@@ -1,0 +1,55 @@
+/**
+ * Request ids: every response the proxy sends (its own and passed-on ones) and
+ * every access log line carries one, so a bot's operator can quote it when
+ * appealing a refusal and the proxy's operator can find the line.
+ *
+ * An id is `<prefix>-<counter>`: a random prefix drawn once per process (48
+ * bits, so ids stay unique across restarts and instances) and a base-36
+ * counter, e.g. `3f9a1c2b7e4d-1k`. Cheap: no randomness per request. Nothing
+ * the client sends becomes the id; the client's own `X-Request-Id` is logged
+ * beside it. Extension, not in RFC 9309.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+/** Response header that carries the request id. Namespaced: an upstream's or client's `X-Request-Id` is never overwritten. */
+export const REQUEST_ID_HEADER = 'x-robots-proxy-request-id';
+
+/** The client's own request id header, logged as `clientRequestId` (never used as ours). */
+const CLIENT_REQUEST_ID_HEADER = 'x-request-id';
+
+/**
+ * Makes an id generator.
+ * @param prefix the per-process part; by default 12 random hex digits.
+ * @returns a function giving `<prefix>-<counter in base 36>`, the counter starting at 1.
+ */
+export function createRequestIdGenerator(prefix: string = randomBytes(6).toString('hex')): () => string {
+  let counter = 0;
+  return () => `${prefix}-${(++counter).toString(36)}`;
+}
+
+/** This process's generator. */
+export const nextRequestId: () => string = createRequestIdGenerator();
+
+const idsByRequest = new WeakMap<object, string>();
+
+/**
+ * The request id of `req`, drawn on first use: every module that answers or
+ * audits the same request (listener, pipeline, CONNECT, upgrade) gets the same
+ * id without passing it around. Never throws.
+ */
+export function requestIdOf(req: IncomingMessage): string {
+  let id = idsByRequest.get(req);
+  if (id === undefined) {
+    id = nextRequestId();
+    idsByRequest.set(req, id);
+  }
+  return id;
+}
+
+/** The client's own `X-Request-Id` (first value), or null. A value the client controls: the access log caps it. */
+export function clientRequestIdOf(req: IncomingMessage): string | null {
+  const value = req.headers[CLIENT_REQUEST_ID_HEADER];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined || first === '' ? null : first;
+}
