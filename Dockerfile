@@ -6,12 +6,21 @@
 #   docker run --rm -p 127.0.0.1:8080:8080 -p 127.0.0.1:9090:9090 \
 #     -v robots-proxy-state:/var/lib/robots-proxy robots-proxy
 #   curl -x http://127.0.0.1:8080 http://example.com/
+#   docker run --rm -v robots-proxy-state:/var/lib/robots-proxy robots-proxy ca
+#
+# Publish on 127.0.0.1 (as above), or on one private interface address that a
+# firewall restricts: anyone who reaches port 8080 can use the proxy, and the
+# admin API (9090) has no authentication. Never `-p 8080:8080`, which is every
+# interface.
 #
 # Config: /etc/robots-proxy/config.yaml (config/docker.yaml; mount your own
-# over it). State (the generated interception CA): the volume
-# /var/lib/robots-proxy. The proxy runs as an unprivileged user.
+# over it), named by ROBOTS_PROXY_CONFIG for every command. State (the
+# generated interception CA): the volume /var/lib/robots-proxy. The proxy runs
+# as an unprivileged user.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# A supported Node.js LTS (Node 20 reached its end of life in April 2026). The
+# code itself still runs on Node 20 and later (package.json "engines").
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: compile TypeScript, then drop the dev dependencies ----
 FROM ${NODE_IMAGE} AS build
@@ -29,6 +38,9 @@ RUN npm prune --omit=dev --ignore-scripts
 # ---- runtime ----
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+# `robots-proxy ca` (and `serve` without --config) read this file, not /app/config/default.yaml,
+# whose ./state the unprivileged user cannot create in /app.
+ENV ROBOTS_PROXY_CONFIG=/etc/robots-proxy/config.yaml
 WORKDIR /app
 # A fixed, unprivileged uid/gid, so a volume's ownership is predictable.
 RUN groupadd --gid 10001 robots-proxy \
