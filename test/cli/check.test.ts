@@ -48,7 +48,7 @@ describe('robots-proxy check', () => {
     const both = join(dir, 'both.txt');
     writeFileSync(both, 'User-agent: python-requests\nDisallow: /\n\nUser-agent: ExampleBot\nDisallow: /private/\n');
     const r = await run(['check', '--robots', both, '--user-agent', ua, 'https://example.com/page', 'https://example.com/private/a']);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 1, `the second URL is disallowed (${r.stderr})`);
     const lines = r.stdout.trim().split('\n');
     assert.match(lines[0]!, /^ALLOWED .* token=ExampleBot  candidates=ExampleBot,python-requests,Nexus,5X  group=ExampleBot /);
     assert.match(lines[1]!, /^DISALLOWED .* token=ExampleBot  candidates=ExampleBot,python-requests,Nexus,5X  group=ExampleBot .*"disallow: \/private\/" line=5/);
@@ -56,7 +56,7 @@ describe('robots-proxy check', () => {
     const onlyLibrary = join(dir, 'library.txt');
     writeFileSync(onlyLibrary, 'User-agent: python-requests\nDisallow: /\n');
     const json = await run(['check', '--robots', onlyLibrary, '--user-agent', ua, '--json', 'https://example.com/page']);
-    assert.equal(json.code, 0, json.stderr);
+    assert.equal(json.code, 1, json.stderr);
     const answer = JSON.parse(json.stdout);
     assert.equal(answer.token, 'python-requests');
     assert.deepEqual(answer.candidates, ['ExampleBot', 'python-requests', 'Nexus', '5X']);
