@@ -1,26 +1,14 @@
 /** `robots-proxy check` as a real child process, the way a user runs it. */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runCli, type CliRun } from '../helpers/cli.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const cli = join(root, 'src/cli.ts');
-
-function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+/** `robots-proxy` with `args`, `stdin` on its standard input. */
+function run(args: string[], stdin = ''): Promise<CliRun> {
+  return runCli(args, { stdin });
 }
 
 describe('robots-proxy check', () => {

@@ -7,31 +7,14 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runCli } from '../helpers/cli.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const cli = join(root, 'src/cli.ts');
-/** tsx by absolute URL, so the CLI also runs from a working directory outside the repository. */
-const tsx = import.meta.resolve('tsx');
-
-function run(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env, ...options.env };
-    delete env['ROBOTS_PROXY_CONFIG'];
-    if (options.env?.['ROBOTS_PROXY_CONFIG'] !== undefined) env['ROBOTS_PROXY_CONFIG'] = options.env['ROBOTS_PROXY_CONFIG'];
-    const child = spawn(process.execPath, ['--import', tsx, cli, ...args], { cwd: options.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const run = runCli;
 
 describe('robots-proxy help and version', () => {
   it('prints each command\'s own help with --help and -h, exit 0', async () => {

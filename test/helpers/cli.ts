@@ -1,0 +1,40 @@
+/**
+ * Runs `robots-proxy` (src/cli.ts under tsx) as a real child process, the way
+ * a user runs it, and collects its exit code and output.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = join(root, 'src/cli.ts');
+/** tsx by absolute URL, so the CLI also runs from a working directory outside the repository. */
+const tsx = import.meta.resolve('tsx');
+
+/** What a finished run printed and how it exited (-1: killed by a signal). */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `robots-proxy ...args` to its end.
+ * @param options.stdin written to its standard input (default: nothing, closed).
+ * @param options.cwd working directory (default: the repository root).
+ * @param options.env extra environment; `ROBOTS_PROXY_CONFIG` is cleared unless given here.
+ */
+export function runCli(args: string[], options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, ROBOTS_PROXY_CONFIG: undefined, ...options.env };
+    if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete env['ROBOTS_PROXY_CONFIG'];
+    const child = spawn(process.execPath, ['--import', tsx, cli, ...args], { cwd: options.cwd ?? root, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
