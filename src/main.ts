@@ -87,7 +87,8 @@ function warnIfCacheExceedsHeap(cacheBytes: number, logger: Logger): void {
 /**
  * Loads or creates the interception CA named by the config.
  * @throws {ConfigError} (key `stateDir`) when the state directory cannot be
- *   created; {@link CertificateError} for bad CA material.
+ *   created, (key `https.caCert`) when the configured CA cannot be used;
+ *   {@link CertificateError} for a bad CA in the state directory.
  */
 export async function loadCa(config: Config, logger?: Logger): Promise<CaMaterial> {
   if (!config.https.caCert) {
@@ -100,6 +101,10 @@ export async function loadCa(config: Config, logger?: Logger): Promise<CaMateria
     ...(config.https.caCert ? { caCertPath: resolve(config.https.caCert) } : {}),
     ...(config.https.caKey ? { caKeyPath: resolve(config.https.caKey) } : {}),
     ...(logger ? { logger } : {}),
+  }).catch((err: unknown) => {
+    // The operator's own CA files: the fix is in the config, so say which key.
+    if (!config.https.caCert || !(err instanceof CertificateError)) throw err;
+    throw new ConfigError(`https.caCert: ${err.message}; set https.caCert and https.caKey to a readable PEM CA certificate and its unencrypted key, or remove both to use a generated CA`, { key: 'https.caCert' }, { cause: err });
   });
 }
 

@@ -1,7 +1,7 @@
 /**
  * Configuration errors that show only when the configuration is used (issue
- * #7, item 8): an unreadable `upstream.caFile`, an address that cannot be
- * bound, a port in use, a `stateDir` that cannot be created. Each stops the
+ * #7, item 8): an unreadable `upstream.caFile` or `https.caCert`, an address
+ * that cannot be bound, a port in use, a `stateDir` that cannot be created. Each stops the
  * start with the key, its value, what to do, and (placed against the file)
  * its line. One fixture per failure mode under test/fixtures/config/.
  */
@@ -48,6 +48,7 @@ describe('configuration errors found at start', () => {
     ['ca-file-not-pem.yaml', 'upstream.caFile', 6, 3, [/holds no PEM certificate/]],
     ['unbindable-host.yaml', 'listen.host', 3, 3, [/192\.0\.2\.1 is not an address of this machine/, /EADDRNOTAVAIL/, /127\.0\.0\.1/]],
     ['unresolvable-admin-host.yaml', 'admin.host', 5, 3, [/robots-proxy-fixture\.invalid does not resolve/]],
+    ['unreadable-ca-cert.yaml', 'https.caCert', 5, 3, [/cannot read CA certificate \/nonexistent\/robots-proxy-fixture-ca\.pem/, /ENOENT/, /remove both to use a generated CA/]],
   ];
   if (existsSync('/proc/self')) cases.push(['state-dir-uncreatable.yaml', 'stateDir', 5, 1, [/\/proc\/robots-proxy-fixture\/state/, /ENOENT/, /writable directory/]]);
   for (const [file, key, line, column, says] of cases) {
