@@ -126,13 +126,13 @@ describe('renderProxyResponse', () => {
   it('writes every Retry-After as delay-seconds (1*DIGIT), however long or broken the wait', () => {
     for (const retryAfterSeconds of [1e21, Infinity, NaN, -5, 0.2, 86_400.5, 2 ** 40]) {
       const d: Decision = { ...denied(), verdict: 'deny', reason: 'queue-full', pacing: { delayMs: 1, waitedMs: 0, queueLength: 1, retryAfterSeconds } };
-      const value = renderProxyResponse(d, { accept: undefined, nowMs }).headers['retry-after'];
+      const value = renderProxyResponse(d, { accept: undefined, nowMs, requestId }).headers['retry-after'];
       assert.match(value ?? '', /^[1-9]\d*$/, `${retryAfterSeconds} -> ${value}`);
       assert.ok(Number(value) <= MAX_RETRY_AFTER_SECONDS);
     }
     for (const expiresAtMs of [nowMs + 1e24, Infinity, NaN, nowMs - 10_000]) {
       const d = decide({ info: { ...info, state: 'unreachable', status: 503, expiresAtMs }, robots: null }, { origin: 'http://a.example', pathAndQuery: '/', productTokens: [] });
-      const r = renderProxyResponse(d, { accept: 'application/json', nowMs });
+      const r = renderProxyResponse(d, { accept: 'application/json', nowMs, requestId });
       assert.match(r.headers['retry-after'] ?? '', /^[1-9]\d*$/, `${expiresAtMs} -> ${r.headers['retry-after']}`);
       assert.equal(JSON.parse(r.body).retryAfterSeconds, Number(r.headers['retry-after']));
     }
