@@ -15,14 +15,88 @@ export interface LoggerOptions {
   level: LoggerLevel;
   /** A stream to write JSON lines to (tests); when given, `file` is ignored. */
   destination?: DestinationStream;
-  /** File descriptor or path written in batches (see BUFFER_BYTES). @default 1 (stdout) */
+  /**
+   * File descriptor or path written in batches of 8 KiB; a line waits at most
+   * {@link LOG_FLUSH_INTERVAL_MS} (see BatchedDestination). @default 1 (stdout)
+   */
   file?: number | string;
 }
 
 /** Bytes of log lines gathered before one write. */
 const BUFFER_BYTES = 8 * 1024;
-/** Longest time a log line waits in that buffer, ms. */
-const FLUSH_INTERVAL_MS = 100;
+/** Longest time a log line waits in that buffer, ms: all a SIGKILL can lose. */
+export const LOG_FLUSH_INTERVAL_MS = 100;
+
+/** Batched destinations still open: each is flushed synchronously when the process exits. */
+const openDestinations = new Set<BatchedDestination>();
+let isExitHookInstalled = false;
+
+/**
+ * Lines gathered and written synchronously in batches: one write(2) per
+ * {@link BUFFER_BYTES} on the event loop costs less than a write per line (or
+ * a thread-pool hop per line). The first line into an empty buffer arms a
+ * timer, so no line waits longer than {@link LOG_FLUSH_INTERVAL_MS}, however
+ * idle the process is afterwards; an idle process with nothing buffered does
+ * no writes at all. What is left is written when the process exits, however it
+ * exits (`process.exit`, the end of the event loop, a fatal error handler);
+ * only SIGKILL (or a crash of Node itself) can lose the last interval.
+ */
+class BatchedDestination implements DestinationStream {
+  readonly #sink: ReturnType<typeof pino.destination>;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(file: number | string) {
+    // pino.destination is sonic-boom: it retries EAGAIN on a full pipe, and in sync mode
+    // pino registers no exit hook of its own (that is ours, below).
+    this.#sink = pino.destination({ dest: file, sync: true, minLength: BUFFER_BYTES });
+    openDestinations.add(this);
+    installExitHook();
+  }
+
+  write(line: string): void {
+    this.#sink.write(line);
+    // Armed once per batch, not per line; unref'd: a pending flush never keeps the process up (the exit hook writes it).
+    this.#timer ??= setTimeout(this.#onTimer, LOG_FLUSH_INTERVAL_MS).unref();
+  }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#sink.flush();
+  };
+
+  /** Writes what is buffered now (pino's `logger.flush()` calls this), then calls `callback`. */
+  flush(callback?: (err?: Error) => void): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    try {
+      this.#sink.flushSync();
+    } catch (err) {
+      callback?.(err as Error);
+      return;
+    }
+    callback?.();
+  }
+}
+
+function installExitHook(): void {
+  if (isExitHookInstalled) return;
+  isExitHookInstalled = true;
+  process.on('exit', () => {
+    for (const destination of openDestinations) destination.flush();
+  });
+}
+
+/**
+ * Writes every line the logger still buffers, synchronously, before returning.
+ * Safe in an `uncaughtException` handler and right before `process.exit`. Never throws.
+ */
+export function flushLogSync(logger: Logger): void {
+  try {
+    logger.flush();
+  } catch {
+    // A log that cannot be written (EPIPE, closed descriptor) must not turn an exit into a crash.
+  }
+}
 
 /**
  * Marks a log record built only from fields we choose (no headers, no
@@ -47,15 +121,7 @@ export const SAFE_RECORD = Symbol('robots-proxy.safe-record');
  * @throws Error from pino when `level` is not a pino level.
  */
 export function createLogger(options: LoggerOptions): Logger {
-  // Lines are gathered and written synchronously in batches of BUFFER_BYTES: one write(2) per
-  // batch on the event loop costs less than a write per line (or a thread-pool hop per line).
-  // A line waits at most FLUSH_INTERVAL_MS; pino flushes what is left when the process exits.
-  let destination = options.destination;
-  if (destination === undefined) {
-    const buffered = pino.destination({ dest: options.file ?? 1, sync: true, minLength: BUFFER_BYTES });
-    setInterval(() => buffered.flush(), FLUSH_INTERVAL_MS).unref();
-    destination = buffered;
-  }
+  const destination = options.destination ?? new BatchedDestination(options.file ?? 1);
   return pino(
     {
       level: options.level,

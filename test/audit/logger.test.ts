@@ -1,5 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../src/audit/logger.js';
 import { REDACTED_VALUE } from '../../src/audit/redact.js';
 import { CapturedLines } from './factories.js';
@@ -80,4 +82,41 @@ describe('createLogger', () => {
     assert.equal(loggedErr.code, 'E_TEST');
     assert.equal((loggedErr.headers as Record<string, unknown>)['set-cookie'], REDACTED_VALUE);
   });
+});
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs test/helpers/log-process.ts in `mode`; resolves with its stdout lines (and when each arrived) and exit code. */
+function runLogProcess(mode: string): Promise<{ lines: Array<{ record: Record<string, unknown>; whileRunning: boolean }>; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/log-process.ts', mode], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines: Array<{ record: Record<string, unknown>; whileRunning: boolean }> = [];
+    let pending = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk;
+      const parts = pending.split('\n');
+      pending = parts.pop() ?? '';
+      for (const part of parts) if (part.trim()) lines.push({ record: JSON.parse(part) as Record<string, unknown>, whileRunning: child.exitCode === null });
+    });
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ lines, code }));
+  });
+}
+
+describe('createLogger on a file descriptor (batched, as serve runs it)', () => {
+  it('writes a line within the flush interval although the process then idles', async () => {
+    const { lines, code } = await runLogProcess('idle');
+    assert.equal(code, 0);
+    assert.equal(lines.length, 1);
+    // The child idles 3 s after its one line (30 flush intervals): the line must come while it runs.
+    assert.equal(lines[0]?.whileRunning, true, 'the line waited for the exit instead of the flush interval');
+  });
+
+  for (const mode of ['exit', 'end']) {
+    it(`writes every buffered line when the process ends (${mode === 'exit' ? 'process.exit at once' : 'event loop runs dry'})`, async () => {
+      const { lines, code } = await runLogProcess(mode);
+      assert.equal(code, 0);
+      assert.deepEqual(lines.map((l) => l.record['n']), [0, 1, 2]);
+    });
+  }
 });
