@@ -1,12 +1,16 @@
 /**
  * The admin HTTP API: health, Prometheus metrics, `explain`, an origin's
- * robots snapshot and the CA certificate download. Extension, not in RFC 9309.
+ * robots snapshot, the CA certificate download and the configuration reload.
+ * Extension, not in RFC 9309.
  *
  * Security: the admin listener has no authentication. It binds to loopback
  * by default (`admin.listen` in the config) and must stay off untrusted
  * networks: `/explain` makes the proxy fetch robots.txt for any URL asked,
  * and `/metrics` reveals traffic figures. Nothing it serves is secret (the CA
- * certificate is public; its key is never served).
+ * certificate is public; its key is never served). `POST /reload` only re-reads
+ * the file the operator started the proxy with; a request that carries an
+ * `Origin` header (a web page's script or form) is refused, so a browser that
+ * can reach the admin port cannot be used to trigger it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +20,7 @@ import type { ParseWarning } from '../robots/types.js';
 import type { ProxyMetrics } from '../audit/metrics.js';
 import type { RobotsView } from './robots-view.js';
 import type { LimitEvent } from '../audit/limit-events.js';
+import type { ReloadReport } from '../lifecycle/reload.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /** What `/healthz` reports. */
@@ -49,6 +54,11 @@ export interface AdminServerOptions {
   caCertPem?: () => string | undefined;
   /** Readiness. Absent: always healthy. */
   health?: () => HealthReport;
+  /**
+   * Re-reads the configuration file and applies it (`POST /reload`), as SIGHUP does.
+   * Absent: `/reload` answers 404 `reload-unavailable`.
+   */
+  reload?: () => ReloadReport;
   logger: Logger;
   /** Longest request target accepted, in bytes; longer gets 414. @default 8192 */
   maxUrlBytes?: number;
@@ -80,6 +90,10 @@ export type AdminErrorCode =
   | 'not-cached'
   | 'robots-unavailable'
   | 'metrics-failed'
+  | 'reload-unavailable'
+  | 'cross-origin'
+  | 'config-invalid'
+  | 'shutting-down'
   | 'internal-error';
 
 const DEFAULT_MAX_URL_BYTES = 8192;
@@ -96,7 +110,7 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
 
 /**
  * The admin listener. Routes (GET, and HEAD as GET without a body per
- * RFC 9110 §9.3.2; any other method gets 405 with `Allow`):
+ * RFC 9110 §9.3.2, except `/reload`, which is POST only; any other method gets 405 with `Allow`):
  * - `GET /healthz`: 200 `{"status":"ok"}`, or 503 `{"status":"unavailable"}`, plus `details` when given;
  * - `GET /metrics`: Prometheus text from {@link ProxyMetrics.render};
  * - `GET /explain?url=<absolute http(s) URL>&ua=<User-Agent>`: 200 with the
@@ -108,6 +122,10 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  *   `missing-origin` / `bad-origin`; 404 `not-cached` when robots.txt has not
  *   been fetched for it (it never fetches: `/explain` does);
  * - `GET /ca.pem`: 200 `application/x-pem-file`, or 404 when there is no CA;
+ * - `POST /reload`: re-reads the configuration file (see {@link AdminServerOptions.reload}):
+ *   200 `{"status":"reloaded","applied":[...],"restartRequired":[...]}`; 422 `config-invalid`
+ *   with `file`, `key`, `line`, `column` (nothing changed); 503 `shutting-down`; 403
+ *   `cross-origin` when the request carries an `Origin` header; 404 `reload-unavailable`;
  * - anything else: 404. A target longer than `maxUrlBytes`: 414.
  *
  * Request bodies are never read: they are discarded, and the connection is
@@ -191,16 +209,20 @@ export class AdminServer {
       sendError(res, 414, 'uri-too-long', `request target longer than ${this.#maxUrlBytes} bytes`);
       return;
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('Allow', 'GET, HEAD');
-      sendError(res, 405, 'method-not-allowed', 'only GET and HEAD are supported');
-      return;
-    }
     let url: URL;
     try {
       url = new URL(target, PLACEHOLDER_BASE);
     } catch {
       sendError(res, 404, 'not-found', 'no such route');
+      return;
+    }
+    if (url.pathname === '/reload') {
+      this.#serveReload(req, res);
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      sendError(res, 405, 'method-not-allowed', 'only GET and HEAD are supported');
       return;
     }
     switch (url.pathname) {
@@ -222,6 +244,31 @@ export class AdminServer {
       default:
         sendError(res, 404, 'not-found', 'no such route');
     }
+  }
+
+  #serveReload(req: IncomingMessage, res: ServerResponse): void {
+    if (req.method !== 'POST') {
+      res.setHeader('Allow', 'POST');
+      sendError(res, 405, 'method-not-allowed', 'reload with POST');
+      return;
+    }
+    // Browsers send Origin with every cross-origin POST (forms included); curl and scripts do not.
+    if (req.headers.origin !== undefined) {
+      sendError(res, 403, 'cross-origin', 'POST /reload is refused from a web page (the request has an Origin header)');
+      return;
+    }
+    const reload = this.#options.reload;
+    if (!reload) {
+      sendError(res, 404, 'reload-unavailable', 'this proxy was not started from a configuration file');
+      return;
+    }
+    const report = reload();
+    if (report.ok) {
+      sendJson(res, 200, { status: 'reloaded', file: report.file, applied: report.applied, restartRequired: report.restartRequired });
+      return;
+    }
+    const { ok: _ok, error, message, ...where } = report;
+    sendJson(res, error === 'shutting-down' ? 503 : 422, { error, message, ...where });
   }
 
   #serveHealth(res: ServerResponse): void {

@@ -104,8 +104,8 @@ export class RobotsCache {
   readonly #clock: Clock;
   readonly #store: SnapshotStore;
   readonly #logger: CacheLogger | undefined;
-  readonly #errorRetryMs: number;
-  readonly #errorRetryMaxMs: number;
+  #errorRetryMs: number;
+  #errorRetryMaxMs: number;
   readonly #maxBytes: number;
   readonly #fetchReserveBytes: number;
   readonly #inFlight = new Map<string, Promise<CachedRobotsSnapshot>>();
@@ -124,6 +124,12 @@ export class RobotsCache {
     this.#logger = options.logger;
     this.#errorRetryMs = options.errorRetryMs ?? 60_000;
     this.#errorRetryMaxMs = options.errorRetryMaxMs ?? 1_800_000;
+  }
+
+  /** Applies reloaded `robots.errorRetry` / `robots.errorRetryMax` (ms) to the retries scheduled from now on. */
+  setErrorRetry(errorRetryMs: number, errorRetryMaxMs: number): void {
+    this.#errorRetryMs = errorRetryMs;
+    this.#errorRetryMaxMs = errorRetryMaxMs;
   }
 
   /**

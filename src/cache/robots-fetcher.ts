@@ -88,6 +88,22 @@ export function createRobotsAgent(options: { ca?: string[]; connectTimeoutMs?: n
   return new Agent({ connect: { timeout: options.connectTimeoutMs ?? 10_000, ...(ca === undefined ? {} : { ca }) } });
 }
 
+function resolveFetcherOptions(options: RobotsFetcherOptions, clock: Clock): Required<Omit<RobotsFetcherOptions, 'ca' | 'dispatcher'>> {
+  return {
+    userAgent: options.userAgent,
+    ttlMs: options.ttlMs ?? 86_400_000,
+    minTtlMs: Math.min(options.minTtlMs ?? 60_000, options.ttlMs ?? 86_400_000),
+    errorRetryMs: options.errorRetryMs ?? 60_000,
+    errorRetryMaxMs: options.errorRetryMaxMs ?? 1_800_000,
+    retryAfterCapMs: options.retryAfterCapMs ?? 600_000,
+    maxCrawlDelayMs: options.maxCrawlDelayMs ?? DEFAULT_MAX_CRAWL_DELAY_SECONDS * 1000,
+    maxBytes: options.maxBytes ?? DEFAULT_MAX_ROBOTS_BYTES,
+    maxRedirects: options.maxRedirects ?? 5,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    clock,
+  };
+}
+
 /**
  * Fetches `<origin>/robots.txt` and maps the outcome (RFC 9309 §2.3.1, DESIGN.md):
  *
@@ -109,27 +125,26 @@ export function createRobotsAgent(options: { ca?: string[]; connectTimeoutMs?: n
  * partial file could miss its disallow lines.
  */
 export class RobotsFetcher {
-  readonly #options: Required<Omit<RobotsFetcherOptions, 'ca' | 'dispatcher'>>;
-  readonly #dispatcher: Dispatcher;
+  #options: Required<Omit<RobotsFetcherOptions, 'ca' | 'dispatcher'>>;
+  #dispatcher: Dispatcher;
   readonly #ownedAgent: Agent | undefined;
 
   /** @throws nothing; options are not validated beyond defaults (config/schema.ts does that). */
   constructor(options: RobotsFetcherOptions) {
-    this.#options = {
-      userAgent: options.userAgent,
-      ttlMs: options.ttlMs ?? 86_400_000,
-      minTtlMs: Math.min(options.minTtlMs ?? 60_000, options.ttlMs ?? 86_400_000),
-      errorRetryMs: options.errorRetryMs ?? 60_000,
-      errorRetryMaxMs: options.errorRetryMaxMs ?? 1_800_000,
-      retryAfterCapMs: options.retryAfterCapMs ?? 600_000,
-      maxCrawlDelayMs: options.maxCrawlDelayMs ?? DEFAULT_MAX_CRAWL_DELAY_SECONDS * 1000,
-      maxBytes: options.maxBytes ?? DEFAULT_MAX_ROBOTS_BYTES,
-      maxRedirects: options.maxRedirects ?? 5,
-      timeoutMs: options.timeoutMs ?? 10_000,
-      clock: options.clock ?? systemClock,
-    };
+    this.#options = resolveFetcherOptions(options, options.clock ?? systemClock);
     this.#ownedAgent = options.dispatcher === undefined ? createRobotsAgent({ ...(options.ca ? { ca: options.ca } : {}) }) : undefined;
     this.#dispatcher = options.dispatcher ?? (this.#ownedAgent as Agent);
+  }
+
+  /**
+   * Applies reloaded options to the fetches started from now on (one in flight keeps its own);
+   * snapshots already cached keep the expiry they were given. `ca` is ignored (it is built into
+   * the agent); `dispatcher`, when given, replaces the one in use (the caller closes the old one);
+   * `clock` stays. Options not given take their defaults, as in the constructor.
+   */
+  reconfigure(options: RobotsFetcherOptions): void {
+    this.#options = resolveFetcherOptions(options, this.#options.clock);
+    if (options.dispatcher !== undefined) this.#dispatcher = options.dispatcher;
   }
 
   /**

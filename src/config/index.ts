@@ -4,3 +4,4 @@ export { resolveHostOverride, resolveOriginLimits, type OriginLimits } from './h
 export { listenConfigError, placeConfigError, readCaFile, stateDirConfigError } from './runtime-errors.js';
 export { formatDuration, formatSize, parseDuration, parseSize } from './units.js';
 export type * from './types.js';
+export { planReload, RESTART_REQUIRED_KEYS, type ReloadPlan } from './reload-plan.js';

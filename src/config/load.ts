@@ -189,7 +189,7 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
  * Writes a key path the way the file reads: `pacing.maxWait`, and brackets for
  * keys that are not plain names: `hosts["example.com"].minDelay`.
  */
-function formatKeyPath(path: readonly PropertyKey[]): string {
+export function formatKeyPath(path: readonly PropertyKey[]): string {
   return path
     .map((segment, index) => {
       const text = String(segment);

@@ -4,6 +4,6 @@
  */
 export { Pacer } from './pacer.js';
 export type { PacingModel, PacingOptions } from './pacing-options.js';
-export type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, Slot } from './types.js';
+export type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, RequestLimits, Slot } from './types.js';
 export { parseRetryAfter } from './retry-after.js';
 export { crawlDelayMsOf } from './crawl-delay.js';

@@ -15,11 +15,16 @@ import {
 } from './origin-timing.js';
 import { checkRequestLimits, resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from './pacing-options.js';
 import { applyRelease, createOverloadState, overloadHoldUntilMs, type OverloadState } from './overload.js';
-import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, Slot } from './types.js';
+import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, RequestLimits, Slot } from './types.js';
 
 interface Waiter {
-  readonly delayMs: number;
-  readonly maxConcurrency: number;
+  /** This request's delay, ms; recomputed by `reconfigure` through `limits`. */
+  delayMs: number;
+  /** The caller's per-origin override, or undefined: the pacer's `maxConcurrency` applies. */
+  maxConcurrencyOverride: number | undefined;
+  /** The override, else the pacer's `maxConcurrency` (kept in step by `reconfigure`). */
+  maxConcurrency: number;
+  readonly limits: (() => RequestLimits) | undefined;
   readonly enqueuedAtMs: number;
   readonly signal: AbortSignal | undefined;
   readonly onHoldExceeded: ((heldMs: number) => void) | undefined;
@@ -72,7 +77,7 @@ export const SEND_LATENCY_TOLERANCE_MS = 1;
  * bounds the rest). Time is `clock.nowMs()`; a wall clock stepped forward shortens one gap.
  */
 export class Pacer {
-  readonly #options: ResolvedPacingOptions;
+  #options: ResolvedPacingOptions;
   readonly #clock: Clock;
   readonly #origins = new Map<string, OriginState>();
   /** Hold timers of granted slots (`maxSlotHoldMs`), cleared on release and on close. */
@@ -99,7 +104,7 @@ export class Pacer {
    * @param origin `scheme://host[:port]`, already normalised; the queue key.
    * @param delayMs this request's delay, ms: the crawl-delay of the group that applied to its
    *   agent, raised to any operator minimum for the origin (the caller computes it). 0: no spacing.
-   * @param options see {@link AcquireOptions} (abort signal, concurrency override, hold callback).
+   * @param options see {@link AcquireOptions} (abort signal, concurrency override, hold callback, limits).
    * @returns a promise of the outcome; it rejects with RangeError when `delayMs` is not a finite
    *   number >= 0 or `maxConcurrency` is not an integer >= 1.
    */
@@ -135,7 +140,17 @@ export class Pacer {
       });
     }
     return new Promise<AcquireOutcome>((resolve) => {
-      const waiter: Waiter = { delayMs, maxConcurrency, enqueuedAtMs: nowMs, signal: options.signal, onHoldExceeded: options.onHoldExceeded, resolve, onAbort: undefined };
+      const waiter: Waiter = {
+        delayMs,
+        maxConcurrencyOverride: options.maxConcurrency,
+        maxConcurrency,
+        limits: options.limits,
+        enqueuedAtMs: nowMs,
+        signal: options.signal,
+        onHoldExceeded: options.onHoldExceeded,
+        resolve,
+        onAbort: undefined,
+      };
       if (waiter.signal) {
         waiter.onAbort = () => this.#abandon(state, waiter);
         waiter.signal.addEventListener('abort', waiter.onAbort, { once: true });
@@ -164,6 +179,31 @@ export class Pacer {
       pausedOrigins: origins.filter((o) => o.pausedUntilMs !== undefined).length,
       byOrigin: origins,
     };
+  }
+
+  /**
+   * Swaps in new options (a configuration reload) without losing anything: every queue keeps its
+   * waiters in order, every origin its timing, pause and overload state. Each waiter's delay and
+   * concurrency are recomputed through the `limits` it was queued with, then every origin is
+   * re-examined, so a raised `maxConcurrency` or a lowered delay starts requests now and a raised
+   * delay holds them. A smaller `maxQueue` or `maxWaitMs` refuses only later arrivals. When the
+   * model becomes `window`, an origin's latest start counts as its one remembered start, so the
+   * switch cannot open a burst. Does nothing after `close()`.
+   * @throws RangeError when an option is out of bounds (the running options are kept).
+   */
+  reconfigure(options: PacingOptions): void {
+    const resolved = resolvePacingOptions(options);
+    if (this.#isClosed) return;
+    const toWindow = resolved.model === 'window' && this.#options.model !== 'window';
+    this.#options = resolved;
+    for (const state of this.#origins.values()) {
+      if (toWindow && state.timing.recentStartsMs.length === 0 && state.timing.lastStartMs !== undefined) {
+        state.timing.recentStartsMs.push(state.timing.lastStartMs);
+      }
+      for (const waiter of state.queue) this.#relimit(state, waiter);
+      state.queuedDelayMs = state.queue.reduce((sum, w) => sum + w.delayMs, 0);
+    }
+    for (const state of [...this.#origins.values()]) this.#pump(state);
   }
 
   /**
@@ -203,6 +243,21 @@ export class Pacer {
       this.#origins.set(origin, state);
     }
     return state;
+  }
+
+  #relimit(state: OriginState, waiter: Waiter): void {
+    if (waiter.limits) {
+      try {
+        const limits = waiter.limits();
+        checkRequestLimits(limits.delayMs, limits.maxConcurrency);
+        waiter.delayMs = limits.delayMs;
+        waiter.maxConcurrencyOverride = limits.maxConcurrency;
+      } catch {
+        // Keep the limits it was queued with.
+      }
+    }
+    waiter.maxConcurrency = waiter.maxConcurrencyOverride ?? this.#options.maxConcurrency;
+    this.#remember(state, waiter.delayMs, waiter.maxConcurrency);
   }
 
   #remember(state: OriginState, delayMs: number, maxConcurrency: number): void {

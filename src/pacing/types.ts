@@ -50,6 +50,18 @@ export interface AcquireOptions {
    * for the overload answer). `heldMs`: time since the slot was granted.
    */
   onHoldExceeded?: (heldMs: number) => void;
+  /**
+   * Recomputes `delayMs` and `maxConcurrency` when `Pacer.reconfigure` runs while this request
+   * waits (the operator's minimums may have changed); a result out of bounds (or a throw) keeps
+   * the previous values.
+   */
+  limits?: () => RequestLimits;
+}
+
+/** A request's delay (ms, >= 0) and its per-origin concurrency override (integer >= 1), as the caller computes them. */
+export interface RequestLimits {
+  delayMs: number;
+  maxConcurrency?: number;
 }
 
 /**

@@ -206,8 +206,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
 /** Owns the per-origin pools. Lifecycle: `close()` on shutdown. */
 export class UpstreamForwarder {
   private readonly pools: LRUCache<string, Pool>;
+  private timeoutMs: number;
+  private connectTimeoutMs: number;
 
   constructor(private readonly options: ForwarderOptions) {
+    this.timeoutMs = options.timeoutMs;
+    this.connectTimeoutMs = options.connectTimeoutMs;
     this.pools = new LRUCache<string, Pool>({
       max: options.maxOrigins ?? 1000,
       dispose: (pool) => void pool.close().catch(() => undefined),
@@ -220,10 +224,8 @@ export class UpstreamForwarder {
       pool = new Pool(origin, {
         connections: this.options.connectionsPerOrigin ?? 64,
         pipelining: 1,
-        headersTimeout: this.options.timeoutMs,
-        bodyTimeout: this.options.timeoutMs,
         connect: (this.options.createConnector ?? buildConnector)({
-          timeout: this.options.connectTimeoutMs,
+          timeout: this.connectTimeoutMs,
           ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
         } as buildConnector.BuildOptions),
       });
@@ -245,13 +247,34 @@ export class UpstreamForwarder {
       const handler = new ResponseRelay(res, hooks, this.options.responseWriteTimeoutMs ?? 0, resolve);
       try {
         this.poolFor(request.origin).dispatch(
-          { origin: request.origin, method: request.method as Dispatcher.HttpMethod, path: request.path, headers: request.headers, body: request.body },
+          {
+            origin: request.origin,
+            method: request.method as Dispatcher.HttpMethod,
+            path: request.path,
+            headers: request.headers,
+            body: request.body,
+            // Per request, so a reloaded `upstream.timeout` applies at once, on pooled connections too.
+            headersTimeout: this.timeoutMs,
+            bodyTimeout: this.timeoutMs,
+          },
           handler,
         );
       } catch (err) {
         handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error);
       }
     });
+  }
+
+  /**
+   * Applies reloaded timeouts, ms. `timeoutMs` holds for every request sent from now on;
+   * a new `connectTimeoutMs` is built into new pools, so the open pools are closed gracefully
+   * (their requests in flight finish) and replaced on next use.
+   */
+  setTimeouts(timeouts: { timeoutMs: number; connectTimeoutMs: number }): void {
+    this.timeoutMs = timeouts.timeoutMs;
+    if (timeouts.connectTimeoutMs === this.connectTimeoutMs) return;
+    this.connectTimeoutMs = timeouts.connectTimeoutMs;
+    this.pools.clear(); // dispose: pool.close(), which lets requests in flight finish
   }
 
   /** Pools open now. */

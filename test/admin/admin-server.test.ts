@@ -9,6 +9,7 @@ import { InvalidTargetError } from '../../src/errors.js';
 import type { Decision } from '../../src/policy/decision.js';
 import { describeRobotsSnapshot } from '../../src/admin/robots-view.js';
 import { parseRobotsTxt } from '../../src/robots/index.js';
+import type { ReloadReport } from '../../src/lifecycle/reload.js';
 import { CapturedLines, makeDecision, makeEntry } from '../audit/factories.js';
 
 const CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
@@ -409,5 +410,76 @@ describe('AdminServer connection cap (maxConnections)', () => {
     assert.equal((await send(port, '/healthz')).status, 200);
     held[1]!.destroy();
     await server.close();
+  });
+});
+
+describe('AdminServer POST /reload', () => {
+  it('answers the reload report: 200 when applied, 422 for an invalid file, 503 while stopping', async () => {
+    const reports: ReloadReport[] = [
+      { ok: true, file: '/etc/rp.yaml', applied: ['pacing.minDelay'], restartRequired: ['listen.port'] },
+      { ok: false, error: 'config-invalid', file: '/etc/rp.yaml', message: '/etc/rp.yaml:3:3: unknown key "maxWiat"', key: 'pacing.maxWiat', line: 3, column: 3 },
+      { ok: false, error: 'shutting-down', file: '/etc/rp.yaml', message: 'the proxy is shutting down' },
+    ];
+    let calls = 0;
+    const { server, port } = await start({ reload: () => reports[calls++] as ReloadReport });
+    try {
+      const applied = await send(port, '/reload', { method: 'POST' });
+      assert.equal(applied.status, 200);
+      assert.deepEqual(json(applied), { status: 'reloaded', file: '/etc/rp.yaml', applied: ['pacing.minDelay'], restartRequired: ['listen.port'] });
+      const invalid = await send(port, '/reload', { method: 'POST' });
+      assert.equal(invalid.status, 422);
+      assert.deepEqual(json(invalid), {
+        error: 'config-invalid',
+        message: '/etc/rp.yaml:3:3: unknown key "maxWiat"',
+        file: '/etc/rp.yaml',
+        key: 'pacing.maxWiat',
+        line: 3,
+        column: 3,
+      });
+      const stopping = await send(port, '/reload', { method: 'POST' });
+      assert.equal(stopping.status, 503);
+      assert.equal(json(stopping).error, 'shutting-down');
+      assert.equal(calls, 3);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is POST only, refuses a request from a web page, and other routes stay GET/HEAD only', async () => {
+    let calls = 0;
+    const { server, port } = await start({ reload: () => (calls++, { ok: true, file: 'f', applied: [], restartRequired: [] }) });
+    try {
+      for (const method of ['GET', 'HEAD', 'PUT']) {
+        const reply = await send(port, '/reload', { method });
+        assert.equal(reply.status, 405, method);
+        assert.equal(reply.headers.allow, 'POST');
+      }
+      const fromPage = await new Promise<Reply>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/reload', method: 'POST', headers: { origin: 'http://attacker.example' }, agent: false }, (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(fromPage.status, 403);
+      assert.equal(json(fromPage).error, 'cross-origin');
+      assert.equal(calls, 0, 'nothing was reloaded');
+      assert.equal((await send(port, '/healthz', { method: 'POST' })).status, 405);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 404 reload-unavailable when the proxy was not started from a file', async () => {
+    const { server, port } = await start();
+    try {
+      const reply = await send(port, '/reload', { method: 'POST' });
+      assert.equal(reply.status, 404);
+      assert.equal(json(reply).error, 'reload-unavailable');
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -5,7 +5,7 @@
  */
 import { Pacer } from '../../src/pacing/pacer.js';
 import type { PacingOptions } from '../../src/pacing/pacing-options.js';
-import type { AcquireOutcome, Slot } from '../../src/pacing/types.js';
+import type { AcquireOutcome, RequestLimits, Slot } from '../../src/pacing/types.js';
 import { FakeClock } from './fake-clock.js';
 
 export interface RequestPlan {
@@ -16,6 +16,8 @@ export interface RequestPlan {
   retryAfter?: string | null;
   signal?: AbortSignal;
   maxConcurrency?: number;
+  /** Recomputes the delay and concurrency when the pacer is reconfigured while the request waits. */
+  limits?: () => RequestLimits;
 }
 
 export interface Trace {
@@ -52,8 +54,8 @@ export class Harness {
   request(origin: string, delayMs: number, plan: RequestPlan = {}): Trace {
     const trace: Trace = { origin, delayMs, outcome: undefined, startMs: undefined, endMs: undefined, slot: undefined };
     this.traces.push(trace);
-    const { signal, maxConcurrency } = plan;
-    void this.pacer.acquire(origin, delayMs, { ...(signal ? { signal } : {}), ...(maxConcurrency ? { maxConcurrency } : {}) }).then((outcome) => {
+    const { signal, maxConcurrency, limits } = plan;
+    void this.pacer.acquire(origin, delayMs, { ...(signal ? { signal } : {}), ...(maxConcurrency ? { maxConcurrency } : {}), ...(limits ? { limits } : {}) }).then((outcome) => {
       trace.outcome = outcome;
       if (!outcome.granted) return;
       trace.slot = outcome.slot;

@@ -77,8 +77,8 @@ const MAX_COMMON_NAME_LENGTH = 64;
 export class LeafCertificateIssuer {
   readonly #ca: CaMaterial;
   readonly #clock: Clock;
-  readonly #leafValidityMs: number;
-  readonly #renewBeforeMs: number;
+  #leafValidityMs: number;
+  #renewBeforeMs: number;
   readonly #cache: LRUCache<string, CacheEntry>;
   #leafKeyPair: Promise<LeafKeyPair> | undefined;
   #authorityKeyId: Promise<x509.AuthorityKeyIdentifierExtension> | undefined;
@@ -107,6 +107,20 @@ export class LeafCertificateIssuer {
     this.#leafValidityMs = leafValidityMs;
     this.#renewBeforeMs = renewBeforeMs;
     this.#cache = new LRUCache({ max: maxEntries });
+  }
+
+  /**
+   * Applies a reloaded `https.leafTtl` (ms, at least 1 minute): leaves signed from now on get it,
+   * renewed when a quarter of it is left, and the cached leaves are dropped so none outlives the
+   * new setting (each host is signed again on its next handshake).
+   * @throws {RangeError} below 1 minute (the running value is kept).
+   */
+  setLeafValidity(leafValidityMs: number): void {
+    if (!(leafValidityMs >= MINUTE_MS)) throw new RangeError(`leafValidityMs must be at least ${MINUTE_MS} ms, got ${leafValidityMs}`);
+    if (leafValidityMs === this.#leafValidityMs) return;
+    this.#leafValidityMs = leafValidityMs;
+    this.#renewBeforeMs = Math.floor(leafValidityMs / 4);
+    this.#cache.clear();
   }
 
   /**

@@ -1,0 +1,88 @@
+/**
+ * Reloading the configuration of a running proxy (SIGHUP, `POST /reload` on
+ * the admin listener): read and validate the file, keep what needs a restart,
+ * apply the rest, log what happened. Extension, not in RFC 9309.
+ */
+import type { Logger } from 'pino';
+import { loadConfig, planReload, type Config } from '../config/index.js';
+import { ConfigError } from '../errors.js';
+
+/** The outcome of one reload, as logged and as `POST /reload` answers it. */
+export type ReloadReport =
+  | {
+      ok: true;
+      /** The file read. */
+      file: string;
+      /** YAML keys whose new value is in force now. */
+      applied: readonly string[];
+      /** YAML keys that changed but need a restart; their running value was kept. */
+      restartRequired: readonly string[];
+    }
+  | {
+      ok: false;
+      /** `config-invalid`: the file could not be read or validated; `shutting-down`: a drain is under way. */
+      error: 'config-invalid' | 'shutting-down';
+      file: string;
+      /** Every problem found, one per line, each `file:line:column: message`. */
+      message: string;
+      /** The first offending key, its line and column, when known. */
+      key?: string;
+      line?: number;
+      column?: number;
+    };
+
+/** The running proxy as a reload sees it. */
+export interface Reloadable {
+  /** The configuration in force. */
+  readonly config: Config;
+  /** True once a stop has begun: a reload is refused. */
+  readonly isDraining: boolean;
+  /** Puts `config` in force in every component (it already keeps the restart-only keys). */
+  apply(config: Config): void;
+}
+
+/**
+ * Reads `file`, validates it and applies it to `target`. A file that cannot be read or does not
+ * validate changes nothing: the running configuration stays in force and the error is logged
+ * (`event: config-reload-failed`, with file, key, line and column). Otherwise the keys that can
+ * change live are applied (`event: config-reloaded`, level info) and those that need a restart
+ * are named in a warning (`event: config-restart-required`) and keep their running value.
+ * Synchronous: nothing else runs between the read and the swap. Never throws.
+ */
+export function reloadConfigFile(file: string, target: Reloadable, logger: Logger): ReloadReport {
+  if (target.isDraining) {
+    logger.warn({ event: 'config-reload-refused', file }, 'configuration not reloaded: the proxy is shutting down');
+    return { ok: false, error: 'shutting-down', file, message: 'the proxy is shutting down' };
+  }
+  let next: Config;
+  try {
+    next = loadConfig(file);
+  } catch (err) {
+    const where = err instanceof ConfigError ? { key: err.key, line: err.line, column: err.column } : {};
+    const message = err instanceof Error ? err.message : String(err);
+    logger.error(
+      { event: 'config-reload-failed', file, ...where, error: message },
+      'configuration not reloaded: the file is invalid; the running configuration stays in force',
+    );
+    return {
+      ok: false,
+      error: 'config-invalid',
+      file,
+      message,
+      ...(where.key !== undefined ? { key: where.key } : {}),
+      ...(where.line !== undefined ? { line: where.line } : {}),
+      ...(where.column !== undefined ? { column: where.column } : {}),
+    };
+  }
+  const plan = planReload(target.config, next);
+  // Logged before the swap, so a reload that raises log.level still leaves its trace.
+  if (plan.restartRequired.length > 0) {
+    logger.warn(
+      { event: 'config-restart-required', file, keys: plan.restartRequired },
+      `configuration reloaded, but ${plan.restartRequired.join(', ')} changed and take effect only after a restart: their running values are kept`,
+    );
+  }
+  logger.info({ event: 'config-reloaded', file, applied: plan.applied, restartRequired: plan.restartRequired }, 'configuration reloaded');
+  target.apply(plan.config);
+  return { ok: true, file, applied: plan.applied, restartRequired: plan.restartRequired };
+}
