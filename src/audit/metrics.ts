@@ -95,6 +95,7 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   misdirected: ['deny'],
   'tunnel-denied': ['deny'],
   'internal-error': ['deny'],
+  'proxy-shutting-down': ['deny'],
 };
 
 /** Seconds; from a fast cached allow to a long queue wait plus a slow upstream. */

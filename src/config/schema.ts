@@ -14,6 +14,7 @@ import type {
   HttpsConfig,
   PacingConfig,
   RobotsConfig,
+  ShutdownConfig,
   UpstreamConfig,
 } from './types.js';
 import { formatDuration, formatSize, parseDuration, parseSize, type UnitParse } from './units.js';
@@ -156,6 +157,10 @@ const httpsShape = {
   idleTimeout: duration(SECOND_MS, DAY_MS).prefault('60s'),
 };
 
+/** Longest drain allowed: a stop that waits longer than this is a hang, not a drain. */
+const MAX_DRAIN_MS = HOUR_MS;
+const shutdownShape = { drainTimeout: duration(0, MAX_DRAIN_MS).prefault('30s') };
+
 const logShape = { level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') };
 
 type Issues = z.core.$RefinementCtx['issues'];
@@ -265,6 +270,8 @@ const hostsSchema = z
     return Object.fromEntries(normalised) as Readonly<Record<string, HostOverride>>;
   });
 
+const shutdownSchema = section(shutdownShape).transform((s): ShutdownConfig => ({ drainTimeoutMs: s.drainTimeout }));
+
 const httpsSchema = section(httpsShape).transform((h, ctx): HttpsConfig => {
   if ((h.caCert === undefined) !== (h.caKey === undefined)) {
     const [given, missing] = h.caCert === undefined ? ['caKey', 'caCert'] : ['caCert', 'caKey'];
@@ -290,6 +297,7 @@ const rootShape = {
   https: httpsSchema,
   stateDir: filePath().default('./state'),
   log: section(logShape),
+  shutdown: shutdownSchema,
 };
 
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::']);
@@ -324,6 +332,7 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   'hosts.*': Object.keys(hostOverrideShape),
   https: Object.keys(httpsShape),
   log: Object.keys(logShape),
+  shutdown: Object.keys(shutdownShape),
 };
 
 /**

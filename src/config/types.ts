@@ -188,6 +188,15 @@ export interface LogConfig {
   readonly level: LogLevel;
 }
 
+/** Stopping on SIGTERM/SIGINT (extension, not in RFC 9309). */
+export interface ShutdownConfig {
+  /**
+   * Time requests in flight get to finish once a stop begins, ms; 0..1 h. Queued requests are
+   * answered 503 at once; whatever is still running after this is cut. @default 30_000
+   */
+  readonly drainTimeoutMs: number;
+}
+
 /** The whole validated configuration. Build it with `parseConfig`, `loadConfig` or `defaultConfig`. */
 export interface Config {
   readonly listen: ListenConfig;
@@ -208,4 +217,5 @@ export interface Config {
   /** Directory for generated state (the CA); relative to the working directory. @default './state' */
   readonly stateDir: string;
   readonly log: LogConfig;
+  readonly shutdown: ShutdownConfig;
 }

@@ -25,6 +25,8 @@ import type { RuleKind } from '../robots/types.js';
  * - `misdirected`: inside a CONNECT tunnel, the request names another origin than the CONNECT target.
  * - `tunnel-denied`: CONNECT refused because `https.mode` is `deny`.
  * - `internal-error`: the proxy failed while handling the request (a bug caught by an error boundary; answered 500).
+ * - `proxy-shutting-down`: the proxy is draining before it exits (SIGTERM/SIGINT): the request
+ *   arrived, or was still queued, after the drain began; answered 503 with `Retry-After`.
  */
 export type DecisionReason =
   | 'rule-allow'
@@ -42,7 +44,8 @@ export type DecisionReason =
   | 'client-timeout'
   | 'misdirected'
   | 'tunnel-denied'
-  | 'internal-error';
+  | 'internal-error'
+  | 'proxy-shutting-down';
 
 /** Every {@link DecisionReason}, for metrics pre-registration and validation. */
 export const DECISION_REASONS: readonly DecisionReason[] = [
@@ -62,6 +65,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'misdirected',
   'tunnel-denied',
   'internal-error',
+  'proxy-shutting-down',
 ];
 
 /** `allow` or `deny`. */

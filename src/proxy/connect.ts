@@ -60,12 +60,15 @@ export interface ConnectDeps {
 /** Handles CONNECT requests in the configured `https.mode`; owns the tunnels (lifecycle: `close()`). */
 export class ConnectHandler {
   private readonly interceptor: TunnelInterceptor | undefined;
+  /** The HTTP server inside intercepted tunnels (intercept mode only). */
+  private readonly requests: TunnelRequestServer | undefined;
   private readonly relayed = new Set<Duplex>();
   private ownAddresses: Array<{ host: string; port: number }> = [];
 
   constructor(private readonly deps: ConnectDeps) {
     if (deps.mode === 'intercept' && deps.issuer) {
       const requests = new TunnelRequestServer(deps);
+      this.requests = requests;
       this.interceptor = new TunnelInterceptor({
         issuer: deps.issuer,
         requests,
@@ -106,7 +109,7 @@ export class ConnectHandler {
   }
 
   /** Answers a CONNECT with the proxy's own response and audits it. */
-  private refuse(req: IncomingMessage, socket: Duplex, decision: Decision, startedAtMs: number): void {
+  refuse(req: IncomingMessage, socket: Duplex, decision: Decision, startedAtMs = this.deps.clock.nowMs()): void {
     const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
     writeRawResponse(socket, rendered);
     this.audit(req, decision, startedAtMs, rendered.status);
@@ -126,7 +129,8 @@ export class ConnectHandler {
     socket.once('close', () => abort.abort());
     const waited = await this.deps.pipeline.waitForSlot(decision, abort.signal);
     if ('refusal' in waited) {
-      if (waited.refusal === 'queue-full') return this.refuse(req, socket, decision, startedAtMs);
+      // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
+      if (waited.refusal !== 'aborted') return this.refuse(req, socket, decision, startedAtMs);
       return void socket.destroy();
     }
     const { slot } = waited;
@@ -178,8 +182,25 @@ export class ConnectHandler {
     });
   }
 
+  /** Requests in progress inside intercepted tunnels. */
+  get activeRequests(): number {
+    return this.requests?.activeRequests ?? 0;
+  }
+
+  /**
+   * Starts a drain of the intercepted tunnels: one with no request in progress is closed now, a
+   * busy one right after its response (`Connection: close`); one whose TLS handshake (or first
+   * plain-HTTP bytes) comes from now on is closed at once. Relayed tunnels (`tunnel` mode) and
+   * upgraded streams carry no request the proxy can see: they stay open until `close()`.
+   */
+  beginDrain(): void {
+    this.interceptor?.beginDrain();
+    this.requests?.beginDrain();
+  }
+
   /** Closes every tunnel, intercepted and relayed. */
   close(): void {
+    this.requests?.closeAll();
     this.interceptor?.close();
     for (const socket of this.relayed) socket.destroy();
     this.relayed.clear();

@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
-import { crawlDelayMsOf, type Pacer, type Refusal, type Slot } from '../pacing/index.js';
+import { crawlDelayMsOf, type Pacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
@@ -33,6 +33,7 @@ export interface SnapshotSource {
 
 /** Collaborators of the pipeline. */
 export interface PipelineDeps {
+  /** The configuration at start; {@link RequestPipeline.setConfig} replaces it on a reload. */
   config: Config;
   robots: SnapshotSource;
   pacer: Pacer;
@@ -86,12 +87,62 @@ class ByteCounter extends Transform {
   }
 }
 
+/** The `detail` of a `proxy-shutting-down` decision. */
+const SHUTTING_DOWN_DETAIL = 'the proxy is shutting down: it answers no new requests and sends nothing more upstream';
+
 /** The shared request pipeline (identify, decide, pace, forward, audit). One per proxy. */
 export class RequestPipeline {
   /** Candidate tokens per User-Agent header: bots send the same few headers over and over. */
   private readonly tokensByUserAgent = new LRUCache<string, string[]>({ max: 1000 });
+  /** The configuration in force (host overrides and `pacing.minDelay` are read per request). */
+  private config: Config;
+  private isDraining = false;
+  /** Requests between arrival and their access line; each entry ends one of them early with an error code. */
+  private readonly inFlight = new Set<(error: string) => void>();
 
-  constructor(private readonly deps: PipelineDeps) {}
+  constructor(private readonly deps: PipelineDeps) {
+    this.config = deps.config;
+  }
+
+  /**
+   * Swaps in a reloaded configuration: requests decided from now on, and those still queued
+   * (see {@link RequestPipeline.waitForSlot}), use its host overrides and pacing minimums.
+   */
+  setConfig(config: Config): void {
+    this.config = config;
+  }
+
+  /**
+   * Starts a drain: from now on every new request is answered at once with 503
+   * `proxy-shutting-down` (no robots.txt fetch, nothing upstream); requests already
+   * in the pipeline go on. Irreversible.
+   */
+  beginDrain(): void {
+    this.isDraining = true;
+  }
+
+  /** Requests that arrived and have not yet written their access line (queued ones included). */
+  get requestsInFlight(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Writes the access line of every request still in flight now, with `error` (e.g.
+   * `PROXY_DRAIN_TIMEOUT`), before their connections are cut or the process exits, so no
+   * request goes unaudited. Their own ending later writes nothing more. Never throws.
+   * @returns how many requests were ended.
+   */
+  abandonInFlight(error: string): number {
+    const pending = [...this.inFlight];
+    for (const end of pending) {
+      try {
+        end(error);
+      } catch {
+        // One broken entry must not keep the others from their access line.
+      }
+    }
+    return pending.length;
+  }
 
   private tokensOf(userAgent: string | undefined): string[] {
     // Extraction reads only the first USER_AGENT_SCAN_LIMIT_CHARS characters (and whether there are
@@ -160,13 +211,16 @@ export class RequestPipeline {
    */
   async waitForSlot(decision: Decision, signal: AbortSignal, onHoldExceeded?: (heldMs: number) => void): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
     const { delayMs, maxConcurrency } = this.delayFor(decision);
+    const startedAtMs = this.deps.clock.nowMs();
+    // A reload while this request waits re-reads the operator minimums through `limits`.
     const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
       signal,
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(onHoldExceeded ? { onHoldExceeded } : {}),
+      limits: () => this.delayFor(decision),
     });
     if (outcome.granted) {
-      decision.pacing = { delayMs, waitedMs: outcome.slot.waitedMs };
+      decision.pacing = { delayMs: outcome.slot.delayMs, waitedMs: outcome.slot.waitedMs };
       return { slot: outcome.slot };
     }
     const refusal = outcome.refusal;
@@ -174,6 +228,12 @@ export class RequestPipeline {
       decision.verdict = 'deny';
       decision.reason = 'queue-full';
       decision.pacing = { delayMs, waitedMs: 0, queueLength: refusal.queueLength, retryAfterSeconds: refusal.retryAfterSeconds };
+    } else if (refusal.reason === 'closed') {
+      // The proxy began to drain while this request waited (or before it got here).
+      decision.verdict = 'deny';
+      decision.reason = 'proxy-shutting-down';
+      decision.detail = SHUTTING_DOWN_DETAIL;
+      decision.pacing = { delayMs, waitedMs: Math.max(0, this.deps.clock.nowMs() - startedAtMs) };
     }
     return { refusal: refusal.reason };
   }
@@ -182,9 +242,9 @@ export class RequestPipeline {
    * The delay before this request may start, ms: its group's crawl-delay, clamped to
    * `pacing.maxCrawlDelay`, raised to the operator minimums. Always finite.
    */
-  private delayFor(decision: Decision): { delayMs: number; maxConcurrency: number | undefined } {
-    const { pacing } = this.deps.config;
-    const override = resolveHostOverride(this.deps.config, decision.origin);
+  private delayFor(decision: Decision): RequestLimits & { maxConcurrency: number | undefined } {
+    const { pacing } = this.config;
+    const override = resolveHostOverride(this.config, decision.origin);
     const crawlDelayMs = crawlDelayMsOf(decision.crawlDelaySeconds, pacing.maxCrawlDelayMs);
     const delayMs = Math.max(crawlDelayMs, override?.minDelayMs ?? pacing.minDelayMs);
     return { delayMs, maxConcurrency: override?.maxConcurrency };
@@ -202,8 +262,7 @@ export class RequestPipeline {
 
     const requestId = requestIdOf(req);
     const userAgent = req.headers['user-agent'];
-    // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
-    const { decision, productTokens } = await this.decideFor(target, userAgent);
+    const productTokens = this.tokensOf(userAgent);
     const entry = {
       requestId,
       startedAtMs,
@@ -214,19 +273,38 @@ export class RequestPipeline {
     const timings = { queueWaitMs: null as number | null, upstreamMs: null as number | null, upstreamStartedAtMs: null as number | null };
     const response = { status: 0, upstreamStatus: null as number | null, bytesSent: 0, bytesReceived: 0, clientAborted: false };
     let error: string | null = null;
+    // While draining nothing is decided (no robots.txt fetch for a request that will not be
+    // forwarded); a request cut before its decision is audited the same way.
+    const shuttingDown = (): Decision =>
+      decideWithoutRobots('proxy-shutting-down', { origin: target.origin, path: pathAndQueryOf(target), detail: SHUTTING_DOWN_DETAIL, agentTokens: productTokens });
+    let decision: Decision | undefined;
+    let isFinished = false;
 
     const finish = (): void => {
+      if (isFinished) return;
+      isFinished = true;
+      this.inFlight.delete(finishWith);
       res.off('close', onClose);
       // A connection the proxy closed for a client timeout was not the client's abort.
       response.clientAborted = abort.signal.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
       this.deps.onFinished({
         ...entry,
-        decision,
+        decision: decision ?? shuttingDown(),
         timings: { ...timings, durationMs: this.deps.clock.nowMs() - startedAtMs },
         response,
         error,
       });
     };
+    const finishWith = (code: string): void => {
+      error = code;
+      finish();
+    };
+    this.inFlight.add(finishWith);
+
+    // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
+    const decided = this.isDraining ? shuttingDown() : (await this.decideFor(target, userAgent)).decision;
+    if (isFinished) return; // cut (drain timeout, fatal error) while robots.txt was fetched
+    decision = decided;
 
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') {
       response.status = this.respond(res, req, decision);
@@ -239,19 +317,9 @@ export class RequestPipeline {
       this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
     const waited = await this.waitForSlot(decision, abort.signal, onHoldExceeded);
     if ('refusal' in waited) {
-      if (waited.refusal === 'queue-full') {
-        response.status = this.respond(res, req, decision);
-      } else {
-        // The client left while queued (or the proxy is closing): nothing goes upstream.
-        error = waited.refusal === 'aborted' ? 'CLIENT_ABORTED' : 'PROXY_CLOSING';
-        if (waited.refusal === 'closed' && !res.headersSent) {
-          decision.verdict = 'deny';
-          decision.reason = 'upstream-error';
-          decision.upstream = { error };
-          decision.detail = 'the proxy is shutting down';
-          response.status = this.respond(res, req, decision);
-        }
-      }
+      // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
+      if (waited.refusal === 'aborted') error = 'CLIENT_ABORTED';
+      else response.status = this.respond(res, req, decision);
       return finish();
     }
 

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { decideWithoutRobots } from '../policy/decide.js';
+import type { Decision } from '../policy/decision.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { Clock } from '../clock.js';
 import { hasVisitedProxy } from './headers.js';
@@ -16,6 +17,7 @@ import { targetsOwnListener } from './loop-guard.js';
 import { guardRequest, guardSocketRequest } from './error-boundary.js';
 import { answerClientError, refuseRequest } from './own-answer.js';
 import { parseProxyTarget } from './proxy-target.js';
+import { ConnectionTracker } from './connection-drain.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -51,7 +53,11 @@ export { parseProxyTarget } from './proxy-target.js';
 /** The proxy's HTTP listener (lifecycle: `listen`, `close`). */
 export class ProxyServer {
   readonly server: http.Server;
+  /** The client connections, for a drain. */
+  readonly drainTracker: ConnectionTracker;
   private ownAddresses: Array<{ host: string; port: number }> = [];
+  private isDraining = false;
+  private closed: Promise<void> | undefined;
 
   constructor(private readonly deps: ProxyServerDeps) {
     const limits = deps.limits ?? {};
@@ -61,15 +67,28 @@ export class ProxyServer {
       requestTimeout: 0,
       keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
     });
+    // Before the request listener: a drain must see each response before anything is written to it.
+    // Before the guard: the guard passes it only the connections it admits.
+    this.drainTracker = new ConnectionTracker(this.server);
     deps.connections?.attach(this.server);
     // Every handler runs inside an error boundary: a bug answers 500 (or closes) that one request.
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       guardRequest(deps, { where: 'proxy-request', via: 'http' }, req, res, () => this.onRequest(req, res));
     });
-    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => deps.connect.handle(req, socket, head));
+    this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.drainTracker.detach(socket);
+      // A CONNECT on a keep-alive connection that was busy when the drain began.
+      if (this.isDraining) {
+        socket.on('error', () => socket.destroy());
+        return this.deps.connect.refuse(req, socket, shuttingDown());
+      }
+      deps.connect.handle(req, socket, head);
+    });
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.drainTracker.detach(socket);
       // The server drops its own error listener from an upgraded socket.
       socket.on('error', () => socket.destroy());
+      if (this.isDraining) return this.deps.upgrade.refuse(req, socket, shuttingDown(), { via: 'http' });
       guardSocketRequest(deps, { where: 'proxy-upgrade', via: 'http' }, req, socket, () => this.onUpgrade(req, socket, head));
     });
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(deps, socket, err, 'http'));
@@ -125,12 +144,38 @@ export class ProxyServer {
     await this.deps.upgrade.relay(req, socket, head, target, 'http');
   }
 
-  /** Stops accepting, closes idle connections, then all. */
-  async close(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeIdleConnections();
-      setTimeout(() => this.server.closeAllConnections(), 1000).unref();
-    });
+  /**
+   * Starts a drain: stops accepting connections, closes idle ones, and marks every response
+   * still to be written `Connection: close` (see {@link ConnectionTracker}). A CONNECT or
+   * Upgrade that arrives on a connection already open is answered 503 `proxy-shutting-down`.
+   * Requests already in progress go on. Idempotent.
+   */
+  beginDrain(): void {
+    if (this.isDraining) return;
+    this.isDraining = true;
+    void this.stopListening();
+    this.drainTracker.beginDrain();
   }
+
+  /** Stops accepting and closes every connection now, tunnels included; in-flight responses are cut. */
+  async close(): Promise<void> {
+    this.isDraining = true;
+    const closed = this.stopListening();
+    this.drainTracker.closeAll();
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private stopListening(): Promise<void> {
+    this.closed ??= new Promise<void>((resolve) => {
+      if (!this.server.listening) return resolve();
+      this.server.close(() => resolve());
+    });
+    return this.closed;
+  }
+}
+
+/** The decision for a CONNECT or Upgrade that arrives during a drain. */
+function shuttingDown(): Decision {
+  return decideWithoutRobots('proxy-shutting-down', { detail: 'the proxy is shutting down: it takes no new requests' });
 }

@@ -36,6 +36,7 @@ export function statusFor(decision: Decision): number {
     case 'tunnel-denied':
       return 403;
     case 'robots-unreachable':
+    case 'proxy-shutting-down':
       return 503;
     case 'queue-full':
       return 429;
@@ -54,6 +55,12 @@ export function statusFor(decision: Decision): number {
       return 200;
   }
 }
+
+/**
+ * `Retry-After` of a `proxy-shutting-down` answer, seconds: this instance is about to exit, so
+ * the client should come back once it (or its replacement) is up; a restart takes a few seconds.
+ */
+export const SHUTDOWN_RETRY_AFTER_SECONDS = 5;
 
 /**
  * Largest `Retry-After` the proxy writes, seconds (2^31 - 1, about 68 years):
@@ -79,6 +86,7 @@ export function toDelaySeconds(seconds: number): number {
  */
 export function retryAfterSecondsFor(decision: Decision, nowMs: number): number | undefined {
   if (decision.reason === 'queue-full') return toDelaySeconds(decision.pacing?.retryAfterSeconds ?? 1);
+  if (decision.reason === 'proxy-shutting-down') return SHUTDOWN_RETRY_AFTER_SECONDS;
   if (decision.reason === 'robots-unreachable' && decision.snapshot) {
     return toDelaySeconds((decision.snapshot.expiresAtMs - nowMs) / 1000);
   }
@@ -184,6 +192,8 @@ function summary(d: Decision): string {
       return 'This is not a valid proxy request.';
     case 'misdirected':
       return 'The request names another origin than the CONNECT tunnel it came through.';
+    case 'proxy-shutting-down':
+      return 'The proxy is shutting down and takes no new requests; retry shortly.';
     case 'upstream-error':
       return d.upstream?.timedOut ? `${d.origin} did not answer in time.` : `The request to ${d.origin} failed.`;
     case 'internal-error':

@@ -190,6 +190,11 @@ export class TunnelInterceptor {
     });
   }
 
+  /** A drain began: the tunnels the drain closes are not reported as client TLS failures. */
+  beginDrain(): void {
+    this.isClosing = true;
+  }
+
   /** Closes every intercepted tunnel. */
   close(): void {
     this.isClosing = true;

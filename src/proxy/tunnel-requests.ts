@@ -16,6 +16,7 @@ import { hasVisitedProxy } from './headers.js';
 import { answerClientError, refuseRequest, type RequestVia } from './own-answer.js';
 import type { RequestPipeline } from './pipeline.js';
 import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
+import { ConnectionTracker } from './connection-drain.js';
 import type { UpgradeRelay } from './upgrade.js';
 
 /** One tunnel as the server inside it sees it. */
@@ -46,14 +47,19 @@ function viaOf(session: TunnelSession | undefined): 'https-intercepted' | 'http-
 export class TunnelRequestServer {
   private readonly server: http.Server;
   private readonly sessions = new WeakMap<object, TunnelSession>();
+  /** The tunnels' connections, for a drain. */
+  private readonly drainTracker: ConnectionTracker;
 
   constructor(private readonly deps: TunnelRequestDeps) {
     this.server = http.createServer({ keepAliveTimeout: 5000 });
+    // Before the request listener: a drain must see each response before anything is written to it.
+    this.drainTracker = new ConnectionTracker(this.server);
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const via = viaOf(this.sessions.get(req.socket));
       guardRequest(deps, { where: 'tunnel-request', via }, req, res, () => this.onRequest(req, res));
     });
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.drainTracker.detach(socket);
       // The server drops its own error listener from an upgraded socket.
       socket.on('error', () => socket.destroy());
       const via = viaOf(this.sessions.get(socket));
@@ -74,6 +80,21 @@ export class TunnelRequestServer {
   serve(socket: Duplex, session: TunnelSession): void {
     this.sessions.set(socket, session);
     this.server.emit('connection', socket);
+  }
+
+  /** Requests in progress inside tunnels. */
+  get activeRequests(): number {
+    return this.drainTracker.activeRequests;
+  }
+
+  /** Starts a drain of the tunnels' connections (see {@link ConnectionTracker}). */
+  beginDrain(): void {
+    this.drainTracker.beginDrain();
+  }
+
+  /** Closes every tunnel connection, upgraded ones included. */
+  closeAll(): void {
+    this.drainTracker.closeAll();
   }
 
   private noteRequestHead(session: TunnelSession | undefined): void {

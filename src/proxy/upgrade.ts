@@ -39,8 +39,10 @@ export class UpgradeRelay {
   private readonly proxy = httpProxy.createProxyServer({ ws: true, xfwd: false, changeOrigin: true });
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
+  private timeoutMs: number;
 
   constructor(private readonly deps: UpgradeDeps) {
+    this.timeoutMs = deps.timeoutMs;
     this.httpAgent = deps.guard.agentFor(false);
     this.httpsAgent = deps.guard.agentFor(true, deps.secureContext ? { secureContext: deps.secureContext } : {}) as https.Agent;
     // http-proxy reports socket errors here; without a listener it would throw.
@@ -113,7 +115,8 @@ export class UpgradeRelay {
     socket.once('close', () => abort.abort());
     const waited = await pipeline.waitForSlot(decision, abort.signal);
     if ('refusal' in waited) {
-      if (waited.refusal === 'queue-full') return refuse();
+      // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
+      if (waited.refusal !== 'aborted') return refuse();
       return void socket.destroy();
     }
     // The upgrade is one request start; the long-lived stream after it is not paced.
@@ -126,10 +129,15 @@ export class UpgradeRelay {
       target: target.origin,
       agent: isHttps ? this.httpsAgent : this.httpAgent,
       secure: true,
-      proxyTimeout: this.deps.timeoutMs,
+      proxyTimeout: this.timeoutMs,
     });
     const nowMs = this.deps.clock.nowMs();
     this.deps.onFinished(ownAnswerEntry(req, decision, { startedAtMs, nowMs, status: 101, via, url: target.href }));
+  }
+
+  /** Applies a reloaded `upstream.timeout` (ms) to upgrades relayed from now on. */
+  setTimeoutMs(timeoutMs: number): void {
+    this.timeoutMs = timeoutMs;
   }
 
   /** Closes the relay's agents and proxy. */

@@ -192,6 +192,7 @@ describe('valid sample', () => {
       https: { mode: 'tunnel', caCert: 'state/ca.pem', caKey: 'state/ca-key.pem', leafTtlMs: 3_600_000, idleTimeoutMs: 90_000 },
       stateDir: '/var/lib/robots-proxy',
       log: { level: 'debug' },
+      shutdown: { drainTimeoutMs: 120_000 },
     };
     assert.deepEqual(loadConfig(fixture('valid.yaml')), expected);
   });
@@ -222,6 +223,7 @@ describe('defaultConfig', () => {
     const docker = loadConfig(join(root, 'config/docker.yaml'));
     assert.equal(docker.listen.host, '0.0.0.0');
     assert.equal(docker.upstream.allowPrivateNetworks, false);
+    assert.ok(docker.shutdown.drainTimeoutMs < 10_000, 'a drain ends before `docker stop` sends SIGKILL');
   });
 
   it('returns a fresh object each time', () => {
