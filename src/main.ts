@@ -1,8 +1,9 @@
 /**
  * Composition root: the only place that wires real servers. `serve` loads the
- * configuration, builds every collaborator and starts the proxy and admin
- * listeners; `startProxy` does the same from a validated Config (tests use it
- * with port 0).
+ * configuration, builds every collaborator, starts the proxy and admin
+ * listeners and handles signals until stopped; `startProxy` does the same from
+ * a validated Config (tests use it with port 0). A reload swaps a new
+ * configuration into the running components; a stop drains them.
  */
 import { getHeapStatistics } from 'node:v8';
 import type { lookup } from 'node:dns';
@@ -12,10 +13,10 @@ import { Agent } from 'undici';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
-import { listenConfigError, loadConfig, readCaFile, stateDirConfigError, type Config } from './config/index.js';
+import { listenConfigError, loadConfig, planReload, readCaFile, stateDirConfigError, type Config, type ReloadPlan } from './config/index.js';
 import { makeDirectory } from './make-directory.js';
-import { RobotsCache, RobotsFetcher, nextFetchAtMs } from './cache/index.js';
-import { Pacer } from './pacing/index.js';
+import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } from './cache/index.js';
+import { Pacer, type PacingOptions } from './pacing/index.js';
 import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
@@ -30,6 +31,9 @@ import { readOpenFileLimit, resolveConnectionLimits } from './proxy/connection-l
 import { loadOrCreateCa, type CaMaterial } from './proxy/tls/certificate-authority.js';
 import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
 import { CertificateError, ConfigError } from './errors.js';
+import { Drain, type DrainReport } from './lifecycle/drain.js';
+import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
+import { runUntilStopped } from './lifecycle/process-handlers.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -51,7 +55,35 @@ export interface RunningProxy {
   pipeline: RequestPipeline;
   /** The proxy listener's connection caps and idle timeout, with the connections open now. */
   connections: ConnectionGuard;
-  /** Stops both listeners and releases every pool, timer and socket. */
+  /** The process logger (access lines included). */
+  logger: Logger;
+  /** The configuration in force (the start one, or the latest reload's). */
+  currentConfig(): Config;
+  /**
+   * Swaps `config` in without dropping a connection or a queued request: pacing options and
+   * host overrides (queued requests included), robots.txt fetching, upstream timeouts, the log
+   * level, the leaf certificate lifetime and the drain timeout change now; the keys in
+   * `RESTART_REQUIRED_KEYS` (listeners, `https.mode`, the CA, `stateDir`, ...) keep their
+   * running value. Logs nothing (see {@link RunningProxy.reloadFromFile}).
+   * @returns what changed live and what needs a restart.
+   */
+  reload(config: Config): ReloadPlan;
+  /**
+   * Re-reads the file given as `StartOptions.configPath` and reloads it (SIGHUP and
+   * `POST /reload` call this); an invalid file changes nothing. Logs the outcome. Never throws.
+   * @returns the outcome; `config-invalid` also when the proxy was not started from a file.
+   */
+  reloadFromFile(): ReloadReport;
+  /**
+   * Drains and closes (see `lifecycle/drain.ts`): queued requests get 503, requests in flight
+   * get `drainTimeoutMs` (default: `shutdown.drainTimeout`) to finish. Idempotent.
+   */
+  shutdown(options: { trigger: string; drainTimeoutMs?: number }): Promise<DrainReport>;
+  /** Cuts a shutdown under way short (a second SIGTERM/SIGINT). */
+  forceShutdown(trigger: string): void;
+  /** Writes the access line of every request in flight with `error` (before a fatal exit). */
+  abandonInFlight(error: string): void;
+  /** Stops both listeners (requests in flight get 1 s) and releases every pool, timer and socket. */
   close(): Promise<void>;
 }
 
@@ -63,6 +95,39 @@ export interface StartOptions {
   resolve?: typeof lookup;
   /** Time a client has, from the 200 answer to a CONNECT, to complete its TLS handshake, ms (intercept mode). @default 10000 */
   handshakeTimeoutMs?: number;
+  /** The file `config` was read from: enables {@link RunningProxy.reloadFromFile} and `POST /reload`. */
+  configPath?: string;
+}
+
+/** The pacer's options from a config. */
+function pacingOptionsOf(config: Config): PacingOptions {
+  return {
+    model: config.pacing.model,
+    maxConcurrency: config.pacing.maxConcurrency,
+    maxWaitMs: config.pacing.maxWaitMs,
+    maxQueue: config.pacing.maxQueue,
+    windowMs: config.pacing.windowMs,
+    retryAfterCapMs: config.pacing.maxRetryAfterMs,
+    backoffBaseMs: config.pacing.backoffMs,
+    backoffCapMs: config.pacing.maxBackoffMs,
+    maxSlotHoldMs: config.pacing.maxSlotHoldMs,
+  };
+}
+
+/** The robots.txt fetcher's options from a config (without its dispatcher). */
+function fetcherOptionsOf(config: Config): RobotsFetcherOptions {
+  return {
+    userAgent: config.robots.userAgent,
+    ttlMs: config.robots.ttlMs,
+    minTtlMs: config.robots.minTtlMs,
+    errorRetryMs: config.robots.errorRetryMs,
+    errorRetryMaxMs: config.robots.errorRetryMaxMs,
+    retryAfterCapMs: config.pacing.maxRetryAfterMs,
+    maxCrawlDelayMs: config.pacing.maxCrawlDelayMs,
+    maxBytes: config.robots.maxBytes,
+    maxRedirects: config.robots.maxRedirects,
+    timeoutMs: config.robots.timeoutMs,
+  };
 }
 
 function readExtraCas(config: Config): string[] {
@@ -123,27 +188,16 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
 
   // Built once: a `ca` option would rebuild the trust store (~20 ms) for every upstream TLS connection.
   const upstreamTls: SecureContext | undefined = extraCaPems.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...extraCaPems] }) : undefined;
-  const robotsAgent = new Agent({
-    connect: guard.connector({
-      timeout: config.upstream.connectTimeoutMs,
-      ...(upstreamTls ? { secureContext: upstreamTls } : {}),
-    }),
-  });
+  const createRobotsAgent = (connectTimeoutMs: number): Agent =>
+    new Agent({
+      connect: guard.connector({
+        timeout: connectTimeoutMs,
+        ...(upstreamTls ? { secureContext: upstreamTls } : {}),
+      }),
+    });
+  let robotsAgent = createRobotsAgent(config.upstream.connectTimeoutMs);
   let metrics: ProxyMetrics | undefined;
-  const fetcher = new RobotsFetcher({
-    userAgent: config.robots.userAgent,
-    ttlMs: config.robots.ttlMs,
-    minTtlMs: config.robots.minTtlMs,
-    errorRetryMs: config.robots.errorRetryMs,
-    errorRetryMaxMs: config.robots.errorRetryMaxMs,
-    retryAfterCapMs: config.pacing.maxRetryAfterMs,
-    maxCrawlDelayMs: config.pacing.maxCrawlDelayMs,
-    maxBytes: config.robots.maxBytes,
-    maxRedirects: config.robots.maxRedirects,
-    timeoutMs: config.robots.timeoutMs,
-    dispatcher: robotsAgent,
-    clock,
-  });
+  const fetcher = new RobotsFetcher({ ...fetcherOptionsOf(config), dispatcher: robotsAgent, clock });
   warnIfCacheExceedsHeap(config.robots.cacheBytes, logger);
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
@@ -162,20 +216,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     errorRetryMaxMs: config.robots.errorRetryMaxMs,
     logger,
   });
-  const pacer = new Pacer(
-    {
-      model: config.pacing.model,
-      maxConcurrency: config.pacing.maxConcurrency,
-      maxWaitMs: config.pacing.maxWaitMs,
-      maxQueue: config.pacing.maxQueue,
-      windowMs: config.pacing.windowMs,
-      retryAfterCapMs: config.pacing.maxRetryAfterMs,
-      backoffBaseMs: config.pacing.backoffMs,
-      backoffCapMs: config.pacing.maxBackoffMs,
-      maxSlotHoldMs: config.pacing.maxSlotHoldMs,
-    },
-    clock,
-  );
+  const pacer = new Pacer(pacingOptionsOf(config), clock);
   const forwarder = new UpstreamForwarder({
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     timeoutMs: config.upstream.timeoutMs,
@@ -212,9 +253,11 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ...(issuer ? { tls: () => issuer.getStats() } : {}),
   });
   limitReporter = new LimitReporter({ logger, metrics, clock });
+  let drain: Drain | undefined;
   const onFinished = (entry: AccessEntry): void => {
     writeAccessLog(logger, entry);
     metrics?.observe(entry);
+    drain?.observe(entry);
   };
 
   const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
@@ -240,7 +283,64 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   });
   guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
 
+  let current = config;
+  /** Puts a reloaded config (restart-only keys already kept) into every component. */
+  const apply = (next: Config): void => {
+    const previous = current;
+    current = next;
+    logger.level = next.log.level;
+    pipeline.setConfig(next);
+    pacer.reconfigure(pacingOptionsOf(next));
+    robotsCache.setErrorRetry(next.robots.errorRetryMs, next.robots.errorRetryMaxMs);
+    forwarder.setTimeouts({ timeoutMs: next.upstream.timeoutMs, connectTimeoutMs: next.upstream.connectTimeoutMs });
+    upgrade.setTimeoutMs(next.upstream.timeoutMs);
+    issuer?.setLeafValidity(next.https.leafTtlMs);
+    if (next.upstream.connectTimeoutMs !== previous.upstream.connectTimeoutMs) {
+      // The connect timeout is built into the agent: fetches from now on use a new one; the old one lets its own finish.
+      const old = robotsAgent;
+      robotsAgent = createRobotsAgent(next.upstream.connectTimeoutMs);
+      void old.close().catch(() => undefined);
+      fetcher.reconfigure({ ...fetcherOptionsOf(next), dispatcher: robotsAgent });
+    } else {
+      fetcher.reconfigure(fetcherOptionsOf(next));
+    }
+  };
+  const reloadFromFile = (): ReloadReport => {
+    if (options.configPath === undefined) {
+      return { ok: false, error: 'config-invalid', file: '', message: 'the proxy was not started from a configuration file' };
+    }
+    return reloadConfigFile(options.configPath, { config: current, isDraining: drain?.isDraining ?? false, apply }, logger);
+  };
+
   let admin: AdminServer | undefined;
+  const activeDrain = new Drain(
+    {
+      counts: () => ({
+        requestsInFlight: pipeline.requestsInFlight,
+        queued: pacer.stats().queued,
+        httpConnections: proxy.drainTracker.httpConnections,
+        tunnels: proxy.drainTracker.detachedSockets,
+      }),
+      isIdle: () => pipeline.requestsInFlight === 0 && proxy.drainTracker.activeRequests === 0 && connect.activeRequests === 0,
+      beginDrain: () => {
+        pipeline.beginDrain();
+        proxy.beginDrain();
+        connect.beginDrain();
+        pacer.close(); // queued requests: 503 proxy-shutting-down
+      },
+      abandonInFlight: (error) => pipeline.abandonInFlight(error),
+      teardown: async () => {
+        connect.close();
+        upgrade.close();
+        await Promise.all([proxy.close(), admin?.close()]);
+        await Promise.all([forwarder.close(), robotsAgent.close().catch(() => undefined)]);
+        logger.flush();
+      },
+    },
+    { logger },
+  );
+  drain = activeDrain;
+
   let adminAddress: AddressInfo | undefined;
   if (config.admin.enabled) {
     admin = new AdminServer({
@@ -257,7 +357,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
         return snapshot === undefined ? undefined : describeRobotsSnapshot(origin, snapshot, nextFetchAtMs(snapshot));
       },
       caCertPem: () => ca?.certPem,
-      health: () => ({ ok: true }),
+      // A load balancer stops sending traffic once the drain begins.
+      health: () => (activeDrain.isDraining ? { ok: false, details: { state: 'shutting-down' } } : { ok: true }),
+      ...(options.configPath !== undefined ? { reload: reloadFromFile } : {}),
       maxConnections: config.admin.maxConnections,
       onLimit,
     });
@@ -290,13 +392,19 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     pacer,
     pipeline,
     connections,
+    logger,
+    currentConfig: () => current,
+    reload(next) {
+      const plan = planReload(current, next);
+      apply(plan.config);
+      return plan;
+    },
+    reloadFromFile,
+    shutdown: ({ trigger, drainTimeoutMs }) => activeDrain.run({ trigger, drainTimeoutMs: drainTimeoutMs ?? current.shutdown.drainTimeoutMs }),
+    forceShutdown: (trigger) => activeDrain.force(trigger),
+    abandonInFlight: (error) => void pipeline.abandonInFlight(error),
     async close() {
-      pacer.close();
-      connect.close();
-      upgrade.close();
-      await Promise.all([proxy.close(), admin?.close()]);
-      await Promise.all([forwarder.close(), robotsAgent.close().catch(() => undefined)]);
-      logger.flush();
+      await activeDrain.run({ trigger: 'close', drainTimeoutMs: 1000 });
     },
   };
 }
@@ -317,21 +425,20 @@ export function describeListening(running: RunningProxy, config: Config): string
 }
 
 /**
- * `robots-proxy serve`: loads the config and runs until SIGINT/SIGTERM.
+ * `robots-proxy serve`: loads the config and runs until stopped. SIGHUP reloads the file;
+ * SIGTERM/SIGINT drain and stop (see `lifecycle/process-handlers.ts`).
  * @throws {ConfigError} naming the file, key and line of a bad config.
  */
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfig(options.configPath);
-  const running = await startProxy(config);
+  const running = await startProxy(config, { configPath: options.configPath });
   process.stderr.write(`${describeListening(running, config)}\n`);
-  await new Promise<void>((resolveStop) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      void running.close().then(resolveStop);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+  await runUntilStopped({
+    logger: running.logger,
+    reload: () => void running.reloadFromFile(),
+    stop: (trigger) => running.shutdown({ trigger }),
+    forceStop: (trigger) => running.forceShutdown(trigger),
+    abandonInFlight: (error) => running.abandonInFlight(error),
   });
 }
 

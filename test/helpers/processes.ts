@@ -70,10 +70,18 @@ export async function startOriginsProcess(specs: Record<string, { robots?: strin
 export interface ProxyProcess {
   proxyPort: number;
   adminPort: number | undefined;
+  /** The config file it serves (rewrite it, then send SIGHUP). */
+  configPath: string;
   /** JSON log lines seen so far. */
   logs: Array<Record<string, unknown>>;
   /** Resolves once `count` access log lines (msg `request`) have arrived; the proxy buffers its log for up to 100 ms. */
   waitForAccessLines(count: number, timeoutMs?: number): Promise<void>;
+  /** Resolves with the first log line that has `event`, once it arrives. */
+  waitForEvent(event: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Sends `signal` to the process. */
+  kill(signal: NodeJS.Signals): void;
+  /** Resolves when the process has exited and its stdout is read to the end. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
   close(): Promise<void>;
 }
 
@@ -91,15 +99,20 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
       ? spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
       : spawn('sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$@"`, process.execPath, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const stdoutLines = createInterface({ input: child.stdout! });
+  const stdoutEnded = new Promise<void>((resolve) => stdoutLines.once('close', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
+    child.once('exit', (code, signal) => void stdoutEnded.then(() => resolve({ code, signal, stderr })));
+  });
   const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => reject(new Error(`proxy did not start: ${stderr}`)), 30_000);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`proxy exited with ${code}: ${stderr}`));
     });
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    stdoutLines.on('line', (line) => {
       let record: Record<string, unknown>;
       try {
         record = JSON.parse(line);
@@ -122,5 +135,24 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   };
-  return { proxyPort: portOf(ready['proxy'])!, adminPort: portOf(ready['admin']), logs, waitForAccessLines, close: () => stop(child) };
+  const waitForEvent = async (event: string, timeoutMs = 10_000): Promise<Record<string, unknown>> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = logs.find((l) => l['event'] === event);
+      if (found) return found;
+      if (Date.now() > deadline) throw new Error(`no "${event}" log line after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  return {
+    proxyPort: portOf(ready['proxy'])!,
+    adminPort: portOf(ready['admin']),
+    configPath,
+    logs,
+    waitForAccessLines,
+    waitForEvent,
+    kill: (signal) => void child.kill(signal),
+    exited,
+    close: () => stop(child),
+  };
 }
