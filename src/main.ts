@@ -62,7 +62,8 @@ export interface RunningProxy {
   /**
    * Swaps `config` in without dropping a connection or a queued request: pacing options and
    * host overrides (queued requests included), robots.txt fetching, upstream timeouts, the log
-   * level, the leaf certificate lifetime and the drain timeout change now; the keys in
+   * level, the leaf certificate lifetime, the tunnel idle timeout and the drain timeout change
+   * now; the keys in
    * `RESTART_REQUIRED_KEYS` (listeners, `https.mode`, the CA, `stateDir`, ...) keep their
    * running value. Logs nothing (see {@link RunningProxy.reloadFromFile}).
    * @returns what changed live and what needs a restart.
@@ -295,6 +296,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     forwarder.setTimeouts({ timeoutMs: next.upstream.timeoutMs, connectTimeoutMs: next.upstream.connectTimeoutMs });
     upgrade.setTimeoutMs(next.upstream.timeoutMs);
     issuer?.setLeafValidity(next.https.leafTtlMs);
+    connect.setTimeouts({ idleTimeoutMs: next.https.idleTimeoutMs, connectTimeoutMs: next.upstream.connectTimeoutMs });
     if (next.upstream.connectTimeoutMs !== previous.upstream.connectTimeoutMs) {
       // The connect timeout is built into the agent: fetches from now on use a new one; the old one lets its own finish.
       const old = robotsAgent;

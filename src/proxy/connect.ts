@@ -64,8 +64,13 @@ export class ConnectHandler {
   private readonly requests: TunnelRequestServer | undefined;
   private readonly relayed = new Set<Duplex>();
   private ownAddresses: Array<{ host: string; port: number }> = [];
+  /** `https.idleTimeout` and `upstream.connectTimeout` in force, ms (a reload changes them for tunnels opened afterwards). */
+  private idleTimeoutMs: number;
+  private connectTimeoutMs: number;
 
   constructor(private readonly deps: ConnectDeps) {
+    this.idleTimeoutMs = deps.idleTimeoutMs;
+    this.connectTimeoutMs = deps.connectTimeoutMs;
     if (deps.mode === 'intercept' && deps.issuer) {
       const requests = new TunnelRequestServer(deps);
       this.requests = requests;
@@ -136,7 +141,7 @@ export class ConnectHandler {
     const { slot } = waited;
     if (socket.destroyed) return void slot.release();
     const upstream = this.deps.guard.connect(target.hostname, target.port);
-    upstream.setTimeout(this.deps.connectTimeoutMs, () => {
+    upstream.setTimeout(this.connectTimeoutMs, () => {
       if (upstream.connecting) upstream.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' }));
     });
     let isEstablished = false;
@@ -175,11 +180,19 @@ export class ConnectHandler {
   private closeWhenIdle(socket: net.Socket, upstream: net.Socket, origin: string): void {
     this.relayed.add(socket);
     socket.once('close', () => this.relayed.delete(socket));
-    socket.setTimeout(this.deps.idleTimeoutMs, () => {
-      this.deps.logger.info({ event: 'tunnel-idle-timeout', origin, idleTimeoutMs: this.deps.idleTimeoutMs }, 'closed a CONNECT tunnel that carried no byte for the idle timeout');
+    const idleTimeoutMs = this.idleTimeoutMs;
+    socket.setTimeout(idleTimeoutMs, () => {
+      this.deps.logger.info({ event: 'tunnel-idle-timeout', origin, idleTimeoutMs }, 'closed a CONNECT tunnel that carried no byte for the idle timeout');
       socket.destroy();
       upstream.destroy();
     });
+  }
+
+  /** Applies a reloaded `https.idleTimeout` and `upstream.connectTimeout` (ms) to the tunnels opened from now on. */
+  setTimeouts(timeouts: { idleTimeoutMs: number; connectTimeoutMs: number }): void {
+    this.idleTimeoutMs = timeouts.idleTimeoutMs;
+    this.connectTimeoutMs = timeouts.connectTimeoutMs;
+    this.interceptor?.setIdleTimeoutMs(timeouts.idleTimeoutMs);
   }
 
   /** Requests in progress inside intercepted tunnels. */

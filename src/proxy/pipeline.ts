@@ -250,8 +250,20 @@ export class RequestPipeline {
     return { delayMs, maxConcurrency: override?.maxConcurrency };
   }
 
-  /** Handles one proxied request end to end. Never rejects. */
+  /**
+   * Handles one proxied request end to end. Rejects only on a bug, for the caller's error
+   * boundary (which audits the request); it is no longer counted in flight then.
+   */
   async handle(p: ProxiedRequest): Promise<void> {
+    const registration: { end?: (error: string) => void } = {};
+    try {
+      await this.process(p, registration);
+    } finally {
+      if (registration.end) this.inFlight.delete(registration.end);
+    }
+  }
+
+  private async process(p: ProxiedRequest, registration: { end?: (error: string) => void }): Promise<void> {
     const { req, res, target } = p;
     const startedAtMs = this.deps.clock.nowMs();
     const abort = new AbortController();
@@ -300,6 +312,7 @@ export class RequestPipeline {
       finish();
     };
     this.inFlight.add(finishWith);
+    registration.end = finishWith;
 
     // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
     const decided = this.isDraining ? shuttingDown() : (await this.decideFor(target, userAgent)).decision;

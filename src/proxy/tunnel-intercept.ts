@@ -56,8 +56,17 @@ interface InterceptedTunnel {
 export class TunnelInterceptor {
   private readonly sockets = new Set<Duplex>();
   private isClosing = false;
+  /** `https.idleTimeout` in force, ms (a reload changes it for tunnels opened afterwards). */
+  private idleTimeoutMs: number;
 
-  constructor(private readonly deps: InterceptDeps) {}
+  constructor(private readonly deps: InterceptDeps) {
+    this.idleTimeoutMs = deps.idleTimeoutMs;
+  }
+
+  /** Applies a reloaded `https.idleTimeout` (ms) to the tunnels opened from now on. */
+  setIdleTimeoutMs(idleTimeoutMs: number): void {
+    this.idleTimeoutMs = idleTimeoutMs;
+  }
 
   /**
    * Answers 200 on `socket` (a CONNECT that passed its checks) and serves the
@@ -99,7 +108,7 @@ export class TunnelInterceptor {
 
   /** Closes the tunnel after `idleTimeoutMs` without a byte either way. */
   private closeWhenIdle(tunnel: InterceptedTunnel, socket: Duplex & Pick<net.Socket, 'setTimeout'>): void {
-    socket.setTimeout(this.deps.idleTimeoutMs, () => {
+    socket.setTimeout(this.idleTimeoutMs, () => {
       tunnel.state = 'closed-by-proxy';
       socket.destroy();
       tunnel.raw.destroy();

@@ -18,13 +18,14 @@ describe('planReload', () => {
       robots: { ttl: '1h', userAgent: 'other/1.0' },
       upstream: { timeout: '5s' },
       log: { level: 'warn' },
-      https: { leafTtl: '1h' },
+      https: { leafTtl: '1h', idleTimeout: '5m' },
       shutdown: { drainTimeout: '5s' },
       hosts: { 'example.com': { minDelay: '3s' } },
     });
     const plan = planReload(running, next);
     assert.deepEqual([...plan.applied].sort(), [
       'hosts["example.com"]',
+      'https.idleTimeout',
       'https.leafTtl',
       'log.level',
       'pacing.maxConcurrency',
