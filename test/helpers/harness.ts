@@ -73,6 +73,24 @@ export function siteHandler(options: { robots?: string; robotsStatus?: number; p
   };
 }
 
+/**
+ * A site that allows everything and answers `/slow/<ms>/...` after <ms> ms
+ * (any other page at once) with the body `body of <path>`: requests in flight
+ * for as long as a test needs.
+ */
+export function slowPagesSite(req: IncomingMessage, res: ServerResponse): void {
+  if (req.url === '/robots.txt') {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('User-agent: *\nAllow: /\n');
+    return;
+  }
+  const delayMs = Number(/^\/slow\/(\d+)\//.exec(req.url ?? '')?.[1] ?? 0);
+  setTimeout(() => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end(`body of ${req.url}\n`);
+  }, delayMs);
+}
+
 /** Captured JSON log lines. */
 export interface LogCapture {
   lines: Array<Record<string, unknown>>;

@@ -9,27 +9,13 @@ import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { captureLogs, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
+import { captureLogs, slowPagesSite, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { proxyRequest, waitFor, type ProxyAnswer } from '../helpers/proxy-client.js';
 import { createTestPki, openConnect, startTlsOrigin, TunnelAgent, agentGet, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
 import { DRAIN_TIMEOUT_ERROR, SHUTDOWN_FORCED_ERROR } from '../../src/lifecycle/drain.js';
 import { SHUTDOWN_RETRY_AFTER_SECONDS } from '../../src/proxy/responses.js';
 
 const UA = 'ExampleBot/1.0';
-
-/** An origin whose `/slow/<ms>/...` pages answer after <ms> ms with a body naming the path. */
-function slowSite(req: http.IncomingMessage, res: http.ServerResponse): void {
-  if (req.url === '/robots.txt') {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end('User-agent: *\nAllow: /\n');
-    return;
-  }
-  const delayMs = Number(/^\/slow\/(\d+)\//.exec(req.url ?? '')?.[1] ?? 0);
-  setTimeout(() => {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end(`body of ${req.url}\n`);
-  }, delayMs);
-}
 
 function accessLines(logs: LogCapture): Array<Record<string, unknown>> {
   return logs.lines.filter((l) => l['msg'] === 'request');
@@ -54,7 +40,7 @@ describe('RunningProxy.shutdown', () => {
   });
 
   it('lets requests in flight finish, answers queued ones 503 with Retry-After, audits every request', async () => {
-    origin = await startOrigin(slowSite);
+    origin = await startOrigin(slowPagesSite);
     const logs = captureLogs();
     proxy = await startTestProxy({ pacing: { maxConcurrency: 2 } }, { logger: logs.logger });
     const port = proxy.proxyAddress.port;
@@ -121,7 +107,7 @@ describe('RunningProxy.shutdown', () => {
   });
 
   it('refuses a request that arrives on an open connection during the drain, sending nothing upstream', async () => {
-    origin = await startOrigin(slowSite);
+    origin = await startOrigin(slowPagesSite);
     const logs = captureLogs();
     proxy = await startTestProxy({}, { logger: logs.logger });
     const socket = net.connect(proxy.proxyAddress.port, '127.0.0.1');
@@ -143,7 +129,7 @@ describe('RunningProxy.shutdown', () => {
   });
 
   it('cuts what still runs at drainTimeout, with an access line that says so', async () => {
-    origin = await startOrigin(slowSite);
+    origin = await startOrigin(slowPagesSite);
     const logs = captureLogs();
     proxy = await startTestProxy({}, { logger: logs.logger });
     const slow = proxyRequest(proxy.proxyAddress.port, `${origin.url}/slow/5000/x`, { headers: { 'user-agent': UA } }).catch((err: Error) => err);
@@ -160,7 +146,7 @@ describe('RunningProxy.shutdown', () => {
   });
 
   it('ends the drain at once on a second stop', async () => {
-    origin = await startOrigin(slowSite);
+    origin = await startOrigin(slowPagesSite);
     const logs = captureLogs();
     proxy = await startTestProxy({}, { logger: logs.logger });
     const slow = proxyRequest(proxy.proxyAddress.port, `${origin.url}/slow/5000/y`, { headers: { 'user-agent': UA } }).catch((err: Error) => err);
@@ -178,7 +164,7 @@ describe('RunningProxy.shutdown', () => {
 
   it('closes an idle intercepted tunnel at once and a busy one after its response', async () => {
     const pki = await createTestPki();
-    tlsOrigin = await startTlsOrigin(slowSite, { cert: pki.certPem, key: pki.keyPem });
+    tlsOrigin = await startTlsOrigin(slowPagesSite, { cert: pki.certPem, key: pki.keyPem });
     const logs = captureLogs();
     proxy = await startTestProxy({ upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } }, { logger: logs.logger });
     const caPem = proxy.ca!.certPem;
@@ -207,7 +193,7 @@ describe('RunningProxy.shutdown', () => {
 
   it('does not wait for an opaque tunnel (https.mode: tunnel): it is closed once the requests are done', async () => {
     const pki = await createTestPki();
-    tlsOrigin = await startTlsOrigin(slowSite, { cert: pki.certPem, key: pki.keyPem });
+    tlsOrigin = await startTlsOrigin(slowPagesSite, { cert: pki.certPem, key: pki.keyPem });
     const logs = captureLogs();
     proxy = await startTestProxy({ https: { mode: 'tunnel' }, upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } }, { logger: logs.logger });
     const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${tlsOrigin.port}`, { 'user-agent': UA });

@@ -12,7 +12,7 @@ import http from 'node:http';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { startOrigin, type TestOrigin } from '../helpers/harness.js';
+import { slowPagesSite, startOrigin, type TestOrigin } from '../helpers/harness.js';
 import { startProxyProcess, type ProxyProcess } from '../helpers/processes.js';
 import { proxyRequest, sleep, waitFor, type ProxyAnswer } from '../helpers/proxy-client.js';
 import { LOG_FLUSH_INTERVAL_MS } from '../../src/audit/logger.js';
@@ -20,20 +20,6 @@ import { SHUTDOWN_RETRY_AFTER_SECONDS } from '../../src/proxy/responses.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const UA = 'ExampleBot/1.0';
-
-/** `/slow/<ms>/...` answers after <ms> ms with a body naming the path; robots.txt allows all. */
-function slowSite(req: http.IncomingMessage, res: http.ServerResponse): void {
-  if (req.url === '/robots.txt') {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end('User-agent: *\nAllow: /\n');
-    return;
-  }
-  const delayMs = Number(/^\/slow\/(\d+)\//.exec(req.url ?? '')?.[1] ?? 0);
-  setTimeout(() => {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end(`body of ${req.url}\n`);
-  }, delayMs);
-}
 
 /** The config of these tests, `extra` appended (YAML). */
 function configYaml(extra: string): string {
@@ -60,7 +46,7 @@ describe('robots-proxy serve: signals', () => {
   let proxy: ProxyProcess | undefined;
 
   before(async () => {
-    origin = await startOrigin(slowSite);
+    origin = await startOrigin(slowPagesSite);
   });
   after(() => origin.close());
   afterEach(async () => {
