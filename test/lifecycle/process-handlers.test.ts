@@ -62,9 +62,9 @@ describe('robots-proxy serve: signals', () => {
     const socketBefore = [...Object.values(keepAlive.freeSockets).flat()][0];
     assert.ok(socketBefore, 'the client kept its connection');
 
-    // One request in flight (300 ms each, one at a time), three queued behind it.
-    const queued = [1, 2, 3, 4].map((i) => get(proxy!, `${origin.url}/slow/300/q${i}`));
-    await waitFor(() => origin.hits.some((h) => h.url === '/slow/300/q1'), 'the first request upstream');
+    // One request in flight (500 ms each, one at a time), three queued behind it.
+    const queued = [1, 2, 3, 4].map((i) => get(proxy!, `${origin.url}/slow/500/q${i}`));
+    await waitFor(() => origin.hits.some((h) => h.url === '/slow/500/q1'), 'the first request upstream');
 
     writeFileSync(proxy.configPath, configYaml('pacing: { maxConcurrency: 1 }\nhosts: { "127.0.0.1": { minDelay: 700ms } }\n').replaceAll('$STATE', `${proxy.configPath}.state`));
     proxy.kill('SIGHUP');
@@ -75,7 +75,7 @@ describe('robots-proxy serve: signals', () => {
     const answers = await Promise.all(queued);
     assert.deepEqual(
       answers.map((a) => [a.status, a.body.toString()]),
-      [1, 2, 3, 4].map((i) => [200, `body of /slow/300/q${i}\n`]),
+      [1, 2, 3, 4].map((i) => [200, `body of /slow/500/q${i}\n`]),
       'every queued request survived the reload with its real body',
     );
     const again = await get(proxy, `${origin.url}/after`, keepAlive);
@@ -87,9 +87,9 @@ describe('robots-proxy serve: signals', () => {
     const lines = accessLines(proxy);
     assert.equal(lines.length, 6, 'one access line per request, none lost');
     // Starts as sent (the access log's upstreamStartedAt): the requests that started after the
-    // reload are 700 ms apart, where 300 ms (the service time) would have been enough before.
+    // reload are 700 ms apart, where 500 ms (the service time) would have been enough before.
     const startsMs = lines
-      .filter((l) => /\/slow\/300\/q[234]$/.test(String(l['url'])))
+      .filter((l) => /\/slow\/500\/q[234]$/.test(String(l['url'])))
       .map((l) => Date.parse(String(l['upstreamStartedAt'])))
       .sort((a, b) => a - b);
     assert.equal(startsMs.length, 3);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_RETRY_AFTER_SECONDS, renderProxyResponse, statusFor, decisionHeaderValue, toDelaySeconds } from '../../src/proxy/responses.js';
+import { MAX_RETRY_AFTER_SECONDS, renderProxyResponse, statusFor, decisionHeaderValue, SHUTDOWN_RETRY_AFTER_SECONDS, toDelaySeconds } from '../../src/proxy/responses.js';
 import { clientErrorStatus } from '../../src/proxy/raw-response.js';
 import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
 import { parseRobotsTxt } from '../../src/robots/index.js';
@@ -145,6 +145,17 @@ describe('renderProxyResponse', () => {
     );
   });
 
+  it('gives 503 + Retry-After while shutting down, as text and as JSON', () => {
+    const d = decideWithoutRobots('proxy-shutting-down', { origin: 'http://example.test', detail: 'draining' });
+    const text = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
+    assert.equal(text.status, 503);
+    assert.equal(text.headers['retry-after'], String(SHUTDOWN_RETRY_AFTER_SECONDS));
+    assert.equal(text.headers['x-robots-proxy-decision'], 'deny; reason=proxy-shutting-down');
+    assert.match(text.body, /shutting down/);
+    const json = renderProxyResponse(d, { accept: 'application/json', nowMs, requestId });
+    assert.equal(JSON.parse(json.body).retryAfterSeconds, SHUTDOWN_RETRY_AFTER_SECONDS);
+  });
+
   it('maps every refusal reason to its status', () => {
     const table: Array<[Decision, number]> = [
       [decideWithoutRobots('bad-request'), 400],
@@ -152,6 +163,7 @@ describe('renderProxyResponse', () => {
       [decideWithoutRobots('tunnel-denied'), 403],
       [decideWithoutRobots('misdirected'), 421],
       [decideWithoutRobots('internal-error'), 500],
+      [decideWithoutRobots('proxy-shutting-down'), 503],
       [{ ...decideWithoutRobots('upstream-error'), upstream: { error: 'ECONNREFUSED' } }, 502],
       [{ ...decideWithoutRobots('upstream-error'), upstream: { error: 'UND_ERR_HEADERS_TIMEOUT', timedOut: true } }, 504],
     ];
