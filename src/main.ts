@@ -293,7 +293,11 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     pipeline.setConfig(next);
     pacer.reconfigure(pacingOptionsOf(next));
     robotsCache.setErrorRetry(next.robots.errorRetryMs, next.robots.errorRetryMaxMs);
-    forwarder.setTimeouts({ timeoutMs: next.upstream.timeoutMs, connectTimeoutMs: next.upstream.connectTimeoutMs });
+    forwarder.setTimeouts({
+      timeoutMs: next.upstream.timeoutMs,
+      connectTimeoutMs: next.upstream.connectTimeoutMs,
+      responseWriteTimeoutMs: next.clients.responseWriteTimeoutMs,
+    });
     upgrade.setTimeoutMs(next.upstream.timeoutMs);
     issuer?.setLeafValidity(next.https.leafTtlMs);
     connect.setTimeouts({ idleTimeoutMs: next.https.idleTimeoutMs, connectTimeoutMs: next.upstream.connectTimeoutMs });

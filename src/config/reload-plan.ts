@@ -9,15 +9,19 @@ import type { Config } from './types.js';
 
 /**
  * Keys (YAML names, as dotted paths) whose value is fixed for the life of the
- * process: the listening sockets, the CONNECT handling and its CA, where state
- * lives, and what the upstream connections were built with (the private-network
- * guard sits in their DNS lookup, the extra CAs in their TLS context, the robots
- * cache's bound in its store). A change to any of them is reported and ignored
- * until a restart.
+ * process: the listening sockets and their connection caps, the CONNECT
+ * handling and its CA, where state lives, what the upstream connections were
+ * built with (the private-network guard sits in their DNS lookup, the extra CAs
+ * in their TLS context) and the robots cache's bounds (its store). A change to
+ * any of them is reported and ignored until a restart.
  */
 export const RESTART_REQUIRED_KEYS: readonly string[] = [
   'listen',
   'admin',
+  'clients.maxConnections',
+  'clients.maxConnectionsPerClient',
+  'clients.reservedDescriptors',
+  'clients.idleTimeout',
   'https.mode',
   'https.caCert',
   'https.caKey',
@@ -25,6 +29,7 @@ export const RESTART_REQUIRED_KEYS: readonly string[] = [
   'upstream.allowPrivateNetworks',
   'upstream.caFile',
   'robots.maxOrigins',
+  'robots.cacheBytes',
 ];
 
 /** The outcome of comparing the running configuration with a new one. */

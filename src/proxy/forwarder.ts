@@ -208,10 +208,12 @@ export class UpstreamForwarder {
   private readonly pools: LRUCache<string, Pool>;
   private timeoutMs: number;
   private connectTimeoutMs: number;
+  private responseWriteTimeoutMs: number;
 
   constructor(private readonly options: ForwarderOptions) {
     this.timeoutMs = options.timeoutMs;
     this.connectTimeoutMs = options.connectTimeoutMs;
+    this.responseWriteTimeoutMs = options.responseWriteTimeoutMs ?? 0;
     this.pools = new LRUCache<string, Pool>({
       max: options.maxOrigins ?? 1000,
       dispose: (pool) => void pool.close().catch(() => undefined),
@@ -244,7 +246,7 @@ export class UpstreamForwarder {
    */
   relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): Promise<RelayOutcome> {
     return new Promise<RelayOutcome>((resolve) => {
-      const handler = new ResponseRelay(res, hooks, this.options.responseWriteTimeoutMs ?? 0, resolve);
+      const handler = new ResponseRelay(res, hooks, this.responseWriteTimeoutMs, resolve);
       try {
         this.poolFor(request.origin).dispatch(
           {
@@ -266,12 +268,13 @@ export class UpstreamForwarder {
   }
 
   /**
-   * Applies reloaded timeouts, ms. `timeoutMs` holds for every request sent from now on;
-   * a new `connectTimeoutMs` is built into new pools, so the open pools are closed gracefully
-   * (their requests in flight finish) and replaced on next use.
+   * Applies reloaded timeouts, ms. `timeoutMs` and `responseWriteTimeoutMs` hold for every
+   * request sent from now on; a new `connectTimeoutMs` is built into new pools, so the open
+   * pools are closed gracefully (their requests in flight finish) and replaced on next use.
    */
-  setTimeouts(timeouts: { timeoutMs: number; connectTimeoutMs: number }): void {
+  setTimeouts(timeouts: { timeoutMs: number; connectTimeoutMs: number; responseWriteTimeoutMs: number }): void {
     this.timeoutMs = timeouts.timeoutMs;
+    this.responseWriteTimeoutMs = timeouts.responseWriteTimeoutMs;
     if (timeouts.connectTimeoutMs === this.connectTimeoutMs) return;
     this.connectTimeoutMs = timeouts.connectTimeoutMs;
     this.pools.clear(); // dispose: pool.close(), which lets requests in flight finish

@@ -343,7 +343,7 @@ export class RequestPipeline {
     // Crawlers rarely send bodies; only then is a counting stage put in the way.
     const body = hasBody ? req.pipe(new ByteCounter()) : null;
     let isBodyTimedOut = false;
-    const { requestBodyTimeoutMs } = this.deps.config.clients;
+    const { requestBodyTimeoutMs } = this.config.clients;
     const stopBodyWatch = body
       ? watchRequestBody(req, requestBodyTimeoutMs, () => {
           // The upstream exchange cannot complete without the body: abandon it (undici aborts on the body's error).
@@ -393,7 +393,7 @@ export class RequestPipeline {
       decision.reason = 'client-timeout';
       decision.detail = isBodyTimedOut
         ? `the request body stalled: no bytes for ${requestBodyTimeoutMs} ms (clients.requestBodyTimeout)`
-        : `the client left the response unread for ${this.deps.config.clients.responseWriteTimeoutMs} ms (clients.responseWriteTimeout)`;
+        : `the client left the response unread for ${this.config.clients.responseWriteTimeoutMs} ms (clients.responseWriteTimeout)`;
       // 408 with Connection: close while nothing was sent (the unread body makes the connection unusable); else a close.
       if (!res.headersSent && !res.destroyed) response.status = this.respond(res, req, decision, { close: true });
       else res.destroy();

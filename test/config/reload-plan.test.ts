@@ -14,7 +14,7 @@ describe('planReload', () => {
   it('names live changes by their YAML keys and applies them', () => {
     const running = validateConfig({});
     const next = validateConfig({
-      pacing: { minDelay: '2s', maxConcurrency: 2 },
+      pacing: { minDelay: '2s', maxConcurrency: 2, maxCrawlDelay: '1h', maxSlotHold: '10s' },
       robots: { ttl: '1h', userAgent: 'other/1.0' },
       upstream: { timeout: '5s' },
       log: { level: 'warn' },
@@ -29,6 +29,8 @@ describe('planReload', () => {
       'https.leafTtl',
       'log.level',
       'pacing.maxConcurrency',
+      'pacing.maxCrawlDelay',
+      'pacing.maxSlotHold',
       'pacing.minDelay',
       'robots.ttl',
       'robots.userAgent',
@@ -47,22 +49,26 @@ describe('planReload', () => {
       https: { mode: 'tunnel', caCert: 'ca.pem', caKey: 'ca-key.pem' },
       stateDir: '/var/lib/other',
       upstream: { allowPrivateNetworks: true, caFile: 'extra.pem', timeout: '5s' },
-      robots: { maxOrigins: 5 },
+      robots: { maxOrigins: 5, cacheBytes: '2MiB' },
+      clients: { maxConnections: 100, idleTimeout: '30s', requestBodyTimeout: '5s' },
       pacing: { maxQueue: 10 },
     });
     const plan = planReload(running, next);
     assert.deepEqual([...plan.restartRequired].sort(), [
       'admin.enabled',
+      'clients.idleTimeout',
+      'clients.maxConnections',
       'https.caCert',
       'https.caKey',
       'https.mode',
       'listen.port',
+      'robots.cacheBytes',
       'robots.maxOrigins',
       'stateDir',
       'upstream.allowPrivateNetworks',
       'upstream.caFile',
     ]);
-    assert.deepEqual([...plan.applied].sort(), ['pacing.maxQueue', 'upstream.timeout']);
+    assert.deepEqual([...plan.applied].sort(), ['clients.requestBodyTimeout', 'pacing.maxQueue', 'upstream.timeout']);
     assert.deepEqual(plan.config.listen, running.listen);
     assert.deepEqual(plan.config.admin, running.admin);
     assert.deepEqual(plan.config.https, { ...running.https, leafTtlMs: next.https.leafTtlMs });
