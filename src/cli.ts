@@ -57,12 +57,18 @@ Runs the proxy and its admin API until SIGINT or SIGTERM. Once both listen it
 prints one line on stderr (proxy and admin addresses, CA path); logs are JSON
 lines on stdout.
 
+Signals: SIGHUP re-reads FILE and applies it (a bad file changes nothing and
+is logged with its key and line); SIGTERM or SIGINT drains (queued requests
+get 503, requests in flight get shutdown.drainTimeout to finish) and exits 0;
+a second SIGTERM or SIGINT ends the drain at once.
+
 Options:
 ${CONFIG_HELP}
   -h, --help          this text
 
-Exit codes: 0 stopped by a signal, 1 runtime error, 2 configuration error
-(the message names the file, key and line, e.g. a port already in use).
+Exit codes: 0 stopped by a signal, 1 runtime error (an internal error is logged
+at fatal first), 2 configuration error (the message names the file, key and
+line, e.g. a port already in use).
 `;
 
 const CHECK_HELP = `Usage:
