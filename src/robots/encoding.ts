@@ -13,7 +13,10 @@
  * - `%xx` hex is upper-cased (`%2f` -> `%2F`);
  * - an encoded unreserved octet (RFC 3986 §2.3: ALPHA DIGIT - . _ ~) is decoded
  *   (`%7E` -> `~`), as §2.2.2 requires; reserved ones stay encoded (`%2F` stays);
- * - a `%` not followed by two hex digits becomes `%25`;
+ * - in a path, a `%` not followed by two hex digits becomes `%25` (it can
+ *   only be a literal percent sign); in a pattern it stays `%`, as the
+ *   reference keeps it, and so matches the `%` that starts any escape in the
+ *   path (`Disallow: /jobs*%` blocks `/jobs/a%20b`);
  * - `$` and `*` written literally: in a path they are plain characters, which
  *   a pattern can only name as `%24` and `%2A` (§2.2.3), so a path spells them
  *   `%24` and `%2A`; in a pattern `*` is the wildcard and a final `$` the end
@@ -67,10 +70,11 @@ export function normaliseOctets(octets: string): string {
  * Normalises a rule's pattern (octets, as {@link normaliseOctets}): `*` stays
  * the wildcard and a final `$` the end anchor; any other `$` is a literal
  * character and becomes `%24` (RFC 9309 §2.2.3), so it matches a `$` or a
- * `%24` in the path alike. Pure; never throws.
+ * `%24` in the path alike. A `%` not followed by two hex digits stays `%`
+ * (the reference's reading). Pure; never throws.
  */
 export function normalisePattern(octets: string): string {
-  const normalised = normaliseOctets(octets);
+  const normalised = normaliseWith(octets, ENCODED_ALWAYS, '%');
   const last = normalised.length - 1;
   const dollar = normalised.indexOf('$');
   if (dollar === -1 || dollar === last) return normalised;
@@ -90,7 +94,17 @@ export function patternPriority(octets: string): number {
   return priority;
 }
 
-function normaliseWith(octets: string, encoded: Uint8Array): string {
+/**
+ * For an `allow` pattern naming `.../index.htm[l]...` (normalised), the index
+ * of its last `/`: the reference matcher also allows the directory `.../`
+ * itself (extension, not in RFC 9309). -1 for any other pattern. Pure.
+ */
+export function indexHtmlSlash(pattern: string): number {
+  const slash = pattern.lastIndexOf('/');
+  return slash !== -1 && pattern.startsWith('/index.htm', slash) ? slash : -1;
+}
+
+function normaliseWith(octets: string, encoded: Uint8Array, lonePercent = '%25'): string {
   const n = octets.length;
   // Fast path: most paths and patterns need no change.
   let i = 0;
@@ -107,7 +121,7 @@ function normaliseWith(octets: string, encoded: Uint8Array): string {
       const hi = i + 2 < n ? hexValue(octets.charCodeAt(i + 1)) : -1;
       const lo = hi >= 0 ? hexValue(octets.charCodeAt(i + 2)) : -1;
       if (lo < 0) {
-        out += '%25';
+        out += lonePercent;
         continue;
       }
       const value = hi * 16 + lo;

@@ -3,7 +3,7 @@
  * leniently as the reference parser (github.com/google/robotstxt). Pure: no
  * I/O, no clock. Never throws, whatever the bytes.
  */
-import { normalisePattern, patternPriority } from './encoding.js';
+import { indexHtmlSlash, normalisePattern, patternPriority } from './encoding.js';
 import { leadingName } from './product-token.js';
 import type { Group, MergedGroup, ParseWarning, RequestRate, RobotsTxt, Rule } from './types.js';
 
@@ -274,7 +274,12 @@ class RobotsBuilder {
       case 'disallow': {
         if (this.current === undefined) return this.warn(line, 'rule-outside-group', `${directive} before any user-agent line is ignored`);
         this.hasRules = true;
-        this.current.rules.push({ kind: directive, pattern: normalisePattern(value), priority: patternPriority(value), line });
+        const pattern = normalisePattern(value);
+        const rule: Rule = { kind: directive, pattern, priority: patternPriority(value), line };
+        // `/d/index.html` also allows `/d/`, as the pattern `/d/$` of the reference, whose priority is
+        // counted on the text as written up to the same `/` (normalising never adds or drops a `/`).
+        if (directive === 'allow' && indexHtmlSlash(pattern) !== -1) rule.directoryPriority = patternPriority(value.slice(0, value.lastIndexOf('/') + 1)) + 1;
+        this.current.rules.push(rule);
         return;
       }
       case 'sitemap':

@@ -13,6 +13,7 @@
  * placement is optimal for `*` globs), after a pre-check on the chars they
  * need: no regular expressions, no backtracking.
  */
+import { indexHtmlSlash } from './encoding.js';
 import type { Rule } from './types.js';
 
 /*
@@ -88,9 +89,8 @@ const NO_RULES: IndexedRule[] = [];
  */
 function indexDirectoryPattern(rule: Rule): string | undefined {
   if (rule.kind !== 'allow') return undefined;
-  const slash = rule.pattern.lastIndexOf('/');
-  if (slash === -1 || !rule.pattern.startsWith('/index.htm', slash)) return undefined;
-  return rule.pattern.slice(0, slash + 1) + '$';
+  const slash = indexHtmlSlash(rule.pattern);
+  return slash === -1 ? undefined : rule.pattern.slice(0, slash + 1) + '$';
 }
 
 /** The literal prefix of `pattern`: the text before the first `*`, or before a final `$` (§2.2.3). */
@@ -210,7 +210,7 @@ export function buildRuleIndex(rules: readonly Rule[]): RuleIndex {
     entries.push({ rule, pattern: rule.pattern, priority: rule.priority, isAllow: rule.kind === 'allow' });
     const directory = indexDirectoryPattern(rule);
     // `/d/index.html` also allows `/d/` with the priority of `/d/$`, as the reference counts it.
-    if (directory !== undefined) entries.push({ rule, pattern: directory, priority: Math.max(1, rule.priority - (rule.pattern.length - directory.length)), isAllow: true });
+    if (directory !== undefined) entries.push({ rule, pattern: directory, priority: rule.directoryPriority ?? directory.length, isAllow: true });
   }
   // Array#sort is stable, so twins keep file order: the same order as a linear scan.
   entries.sort((a, b) => b.priority - a.priority || Number(b.isAllow) - Number(a.isAllow) || a.rule.line - b.rule.line);

@@ -24,6 +24,12 @@ export interface Rule {
    * `%7C` for the matcher's sake does not change which rule wins.
    */
   priority: number;
+  /**
+   * For an `allow` of `.../index.htm[l]...` only: the priority of the
+   * directory form `.../$` that it also allows (the reference matcher's
+   * leniency, extension, not in RFC 9309), counted like `priority`.
+   */
+  directoryPriority?: number;
   /** 1-based line number in the robots.txt body. */
   line: number;
 }

@@ -213,11 +213,32 @@ describe('one verdict for every spelling of a URL (RFC 9309 §2.2.2, §2.2.3; is
     assert.equal(decide('User-agent: *\nDisallow: /a$$\n', ['x'], '/a$b').allowed, true);
   });
 
+  it('the directory an index.html allow also allows has the priority of `/d/$` as written (found by the differential against the reference)', () => {
+    // Reference: `/$` (priority 2) loses to `/*$` (3); the text after the slash must not count.
+    assert.equal(decide('User-agent: *\nAllow: /index.html%7E%7E\nDisallow: /*$\n', ['x'], '/').allowed, false);
+    // Reference: `/$` (2) ties `/*` (2) and allow wins a tie.
+    assert.equal(decide('User-agent: *\nAllow: /index.html|\nDisallow: /*\n', ['x'], '/').allowed, true);
+    assert.equal(decide('User-agent: *\nAllow: /shop/index.html?ref=%7Ebob\nDisallow: /shop/*$\n', ['x'], '/shop/').allowed, false);
+    assert.equal(decide('User-agent: *\nAllow: /shop/index.html?ref=a|b\nDisallow: /shop/\n', ['x'], '/shop/').allowed, true);
+    assert.equal(parseRobotsTxt('User-agent: *\nAllow: /caf\u00e9/index.html\n').groupsByToken.get('*')?.rules[0]?.directoryPriority, '/caf/'.length + 6 + 1);
+  });
+
   it('respelling an octet does not change which rule wins: priority counts the pattern as written (§2.2.2)', () => {
     // As the reference counts: `/x$y` is 4 octets, `/x*y*` 5, so the allow wins although `/x%24y` is longer.
     assert.equal(decide('User-agent: *\nDisallow: /x$y\nAllow: /x*y*\n', ['x'], '/x$y').allowed, true);
     assert.equal(decide('User-agent: *\nAllow: /a|\nDisallow: /a*\n', ['x'], '/a|').allowed, true);
     assert.equal(parseRobotsTxt('User-agent: *\nDisallow: /caf\u00e9|\n').groupsByToken.get('*')?.rules[0]?.priority, '/caf'.length + 3 * 2 + 1);
+  });
+
+  it('a % that starts no escape in a rule matches the % of any escape in the path, as the reference reads it', () => {
+    // Real patterns: `/jobs*%`, `/itm/*/%`, mcmaster.com's `/%`.
+    assert.equal(decide('User-agent: *\nDisallow: /%\n', ['x'], '/%3f').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /jobs*%\n', ['x'], '/jobs/a b').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /jobs*%\n', ['x'], '/jobs/ab').allowed, true);
+    assert.equal(decide('User-agent: *\nDisallow: /50%\n', ['x'], '/50%').allowed, false);
+    assert.equal(normalisePattern('/a%'), '/a%');
+    assert.equal(normalisePattern('/a%2'), '/a%2');
+    assert.equal(normalisePath('/a%'), '/a%25');
   });
 
   it('normalisePattern keeps the wildcard and the final anchor, and spells other $ as %24', () => {

@@ -43,7 +43,7 @@ export function referenceRule(rules: readonly Rule[], path: string): Rule | unde
     for (const pattern of candidates) {
       if (!referenceMatches(pattern, path)) continue;
       // The rule's own priority (the written pattern's octets, RFC 9309 §2.2.2); the `/d/$` form counts as the reference counts it.
-      const priority = pattern === rule.pattern ? rule.priority : rule.priority - (rule.pattern.length - pattern.length);
+      const priority = pattern === rule.pattern ? rule.priority : (rule.directoryPriority ?? pattern.length);
       const candidate = { rule, priority, isAllow: rule.kind === 'allow' };
       const isBetter =
         best === undefined ||
