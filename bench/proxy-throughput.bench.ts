@@ -1,108 +1,93 @@
 /**
- * Proxy throughput (issue #3, "Benchmarks"): keep-alive req/s and p50/p99
- * latency in one run, for
- *   direct  autocannon straight to a local origin;
- *   bare    through a bare forward proxy written here: the product's forwarding
- *           technique (one undici Pool per origin, hop-by-hop headers dropped,
- *           Host set, abort on client close, streamed body) without robots.txt,
- *           pacing, logging or metrics;
- *   proxy   through robots-proxy (`startProxy`, log level silent): robots.txt
- *           cached, the path allowed, no crawl-delay, pacing.maxConcurrency 64;
- *   proxy+log  the same with the access log on (info, JSON lines written
- *           written to /dev/null exactly as `serve` writes them to stdout).
- * Target: proxy >= 80% of bare's req/s. Prints figures; asserts nothing.
+ * Proxy throughput (issue #11): the cost of one proxied request, side by side
+ * with Squid, in one run. Prints figures; asserts nothing. See bench/README.md.
  *
- * Processes: the origin runs in a child process, autocannon in another; the
- * bare forwarder and robots-proxy run in this process (one at a time under
- * load). Each config runs ROUNDS times, interleaved; medians are reported.
- * Contacts 127.0.0.1 only. Runtime ~75 s.
+ * Targets (each its own process, all pinned to core 0 with taskset when it is
+ * available; started once, measured in turn):
+ *   squid          Squid (when installed), no cache, access log on (stdio: module, a file in the temp dir)
+ *   squid-nolog    the same Squid config with `access_log none`
+ *   bare           a bare forwarder: one undici Pool per origin, hop-by-hop headers dropped, nothing else
+ *   rp             robots-proxy `serve` with config/default.yaml (access log at info, stdout to a file)
+ *   rp-warn        the same with log.level warn (no access lines)
+ *   rp-mc64        rp with pacing.maxConcurrency 64 (one-origin shapes only: over 50
+ *                  origins each origin has about one request in flight, the cap never binds)
+ *   rp-warn-mc64   rp-warn with pacing.maxConcurrency 64 (one origin, keep-alive only: the
+ *                  issue's row)
+ * robots-proxy deviates from config/default.yaml in upstream.allowPrivateNetworks
+ * (true: the origins are on loopback, which the default refuses), and in the
+ * ports and stateDir (free ports, a temp dir); nothing else.
  *
- * Profiling: `BENCH_ONLY=proxy node --cpu-prof --cpu-prof-dir=/tmp/prof
- * --import tsx bench/proxy-throughput.bench.ts` runs only the proxy config.
+ * Shapes: 50 connections to one origin, or spread over 50 origins (50
+ * loopback ports, each robots.txt allowing everything), keep-alive or
+ * `Connection: close`. Load: wrk -t1 -c50 (a Lua script sends absolute-form
+ * requests, rotating over the origins), pinned to core 1 with the origins.
+ * Without wrk, autocannon runs the keep-alive shapes only.
+ *
+ * Rounds: every (target, shape) is warmed up once, then measured ROUNDS times,
+ * round-robin across targets (order reversed every other round); medians.
+ * CPU per request: utime+stime of the target process (/proc/PID/stat) over
+ * the run, divided by the requests wrk completed.
+ *
+ * Environment: BENCH_QUICK=1 (1 round of 1 s), BENCH_ONLY=key,... (target
+ * and shape keys; a category left out runs whole), BENCH_SECONDS, BENCH_ROUNDS,
+ * BENCH_PIN=0 (no taskset),
+ * BENCH_PROXY_NODE_OPTIONS (extra node flags for the robots-proxy processes,
+ * e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_BARE_NODE_OPTIONS (the
+ * same for the bare forwarder), BENCH_KEEP=1 (keep the temp
+ * dir: configs, logs, Squid's cache.log). Contacts 127.0.0.1 only.
  */
 import { createRequire } from 'node:module';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { mkdtempSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { pino } from 'pino';
-import { forkRole, median, nextMessage, withCpu, type LoadResult } from './support.js';
+import { parseDocument } from 'yaml';
+import { cpuSecondsOf, runQueueWaitSecondsOf, findExecutable, forkRole, freePort, median, nextMessage, stopChild, waitForPort } from './support.js';
 
-const CONNECTIONS = 32;
-const ROUNDS = 5;
-const RUN_SECONDS = 3;
+const SCRIPT = fileURLToPath(import.meta.url);
+const REPO = resolve(dirname(SCRIPT), '..');
+const QUICK = process.env['BENCH_QUICK'] === '1';
+const CONNECTIONS = 50;
+const ORIGINS = 50;
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 1 : 5));
+const RUN_SECONDS = Number(process.env['BENCH_SECONDS'] ?? (QUICK ? 1 : 2));
+/** wrk takes whole seconds. */
 const WARMUP_SECONDS = 1;
-const MAX_CONCURRENCY = 64;
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
-const ROBOTS_TXT = 'User-agent: *\nDisallow: /private/\n';
+const ROBOTS_TXT = 'User-agent: *\nAllow: /\n';
 const PAGE_PATH = '/page/1?q=1';
-
-/** CPU seconds each named process used during a run, and the run's wall time. */
-interface CpuUse {
-  cpuS: Record<string, number>;
-  wallS: number;
-}
-
-/** Runs `work` and measures the CPU time each named process used meanwhile. */
-async function measureCpu<T>(pids: Record<string, number | undefined>, work: () => Promise<T>): Promise<[T, CpuUse]> {
-  const [result, cpuS, wallS] = await withCpu(pids, work);
-  return [result, { cpuS, wallS }];
-}
-
-const coresOf = (use: CpuUse): string => Object.entries(use.cpuS).map(([name, s]) => `${name} ${(s / use.wallS).toFixed(2)}`).join(', ');
-
-const loadAverage = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
-
-interface LoadJob {
-  url: string;
-  path: string;
-  host: string;
-  seconds: number;
-}
+/** The upstream answer's body: 96 bytes, as in the issue's measurement. */
+const PAGE = Buffer.from('x'.repeat(95) + '\n');
+const TARGET_CORE = '0';
+const LOAD_CORE = '1';
 
 // ---------------------------------------------------------------- child roles
 
-/** Child role: the origin. robots.txt and a small page, answered at once. */
-async function runOrigin(): Promise<void> {
-  const page = Buffer.from('page\n'.repeat(20));
-  const server = http.createServer((req, res) => {
-    if (req.url === '/robots.txt') {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end(ROBOTS_TXT);
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(page.length) });
-    res.end(page);
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  process.send!({ port: (server.address() as AddressInfo).port });
-  process.on('disconnect', () => process.exit(0));
-}
-
-/** Child role: autocannon, one job per message. */
-function runLoad(): void {
-  const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record<string, unknown>) => Promise<Record<string, any>>;
-  process.on('message', async (job: LoadJob) => {
-    const r = await autocannon({
-      url: job.url,
-      connections: CONNECTIONS,
-      duration: job.seconds,
-      pipelining: 1,
-      requests: [{ method: 'GET', path: job.path, headers: { host: job.host, 'user-agent': BOT_UA } }],
+/** Child role: `count` origins (one port each) in one process: robots.txt allowing everything, a 96-byte page. */
+async function runOrigins(count: number): Promise<void> {
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const server = http.createServer((req, res) => {
+      if (req.url === '/robots.txt') {
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(ROBOTS_TXT.length) });
+        res.end(ROBOTS_TXT);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(PAGE.length) });
+      res.end(PAGE);
     });
-    const ok = r['2xx'] as number;
-    const result: LoadResult = { rps: ok / (r['duration'] as number), p50: r['latency'].p50, p99: r['latency'].p99, ok, bad: (r['non2xx'] as number) + (r['errors'] as number) + (r['timeouts'] as number) };
-    process.send!(result);
-  });
+    server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    ports.push((server.address() as AddressInfo).port);
+  }
+  process.send!({ ports });
   process.on('disconnect', () => process.exit(0));
 }
-
-// ------------------------------------------------------------ the bare forwarder
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
@@ -114,8 +99,8 @@ function stripHopByHop(headers: Record<string, string | string[] | undefined>): 
   return out;
 }
 
-/** A minimal forward proxy: absolute-form requests to one undici Pool per origin. */
-async function startBareForwarder(): Promise<{ port: number; close(): Promise<void> }> {
+/** Child role: a minimal forward proxy, absolute-form requests to one undici Pool per origin (robots-proxy's forwarding technique, nothing else). */
+async function runBareForwarder(): Promise<void> {
   const pools = new Map<string, Pool>();
   const server = http.createServer((req, res) => {
     const target = new URL(req.url ?? '');
@@ -131,120 +116,436 @@ async function startBareForwarder(): Promise<{ port: number; close(): Promise<vo
     const headers = stripHopByHop(req.headers);
     headers['host'] = target.host;
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-    pool
-      .request({ method: req.method as 'GET', path: target.pathname + target.search, headers, body: hasBody ? req : null, signal: abort.signal })
-      .then(
-        (up) => {
-          res.writeHead(up.statusCode, stripHopByHop(up.headers));
-          pipeline(up.body, res, () => undefined);
-        },
-        () => {
-          if (!res.headersSent) res.writeHead(502).end();
-          else res.destroy();
-        },
-      );
+    pool.request({ method: req.method as 'GET', path: target.pathname + target.search, headers, body: hasBody ? req : null, signal: abort.signal }).then(
+      (up) => {
+        res.writeHead(up.statusCode, stripHopByHop(up.headers));
+        pipeline(up.body, res, () => undefined);
+      },
+      () => {
+        if (!res.headersSent) res.writeHead(502).end();
+        else res.destroy();
+      },
+    );
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await Promise.all([...pools.values()].map((p) => p.destroy()));
-    },
-  };
+  process.send!({ port: (server.address() as AddressInfo).port });
+  process.on('disconnect', () => process.exit(0));
+  // A normal exit, so that --cpu-prof and exit hooks (bench/loop-probe.mjs) write their files.
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+/** A job for the load generator. Latencies come back in ms. */
+interface LoadJob {
+  proxyPort: number;
+  origins: string[];
+  close: boolean;
+  seconds: number;
+}
+interface LoadOutcome {
+  requests: number;
+  seconds: number;
+  /** Responses not 2xx/3xx, and socket errors and timeouts. */
+  bad: number;
+  p50: number;
+  p99: number;
+}
+
+/** Child role (fallback without wrk): autocannon, one job per message; keep-alive only. */
+function runAutocannon(): void {
+  const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record<string, unknown>) => Promise<Record<string, any>>;
+  process.on('message', async (job: LoadJob) => {
+    const r = await autocannon({
+      url: `http://127.0.0.1:${job.proxyPort}`,
+      connections: CONNECTIONS,
+      duration: job.seconds,
+      pipelining: 1,
+      requests: job.origins.map((o) => ({ method: 'GET', path: `http://${o}${PAGE_PATH}`, headers: { host: o, 'user-agent': BOT_UA } })),
+    });
+    const outcome: LoadOutcome = {
+      requests: (r['2xx'] as number) + (r['non2xx'] as number),
+      seconds: r['duration'] as number,
+      bad: (r['non2xx'] as number) + (r['errors'] as number) + (r['timeouts'] as number),
+      p50: r['latency'].p50,
+      p99: r['latency'].p99,
+    };
+    process.send!(outcome);
+  });
+  process.on('disconnect', () => process.exit(0));
+}
+
+// --------------------------------------------------------------- load generator
+
+/**
+ * wrk script: absolute-form GETs rotating over BENCH_ORIGINS (host:port,...),
+ * formatted once in init; `done` prints one JSON line (latencies in µs).
+ */
+const WRK_SCRIPT = `
+local origins = {}
+for hp in string.gmatch(os.getenv("BENCH_ORIGINS"), "[^,]+") do origins[#origins + 1] = hp end
+local reqs = {}
+local n = 0
+init = function(args)
+  for i, hp in ipairs(origins) do
+    local headers = { ["Host"] = hp, ["User-Agent"] = os.getenv("BENCH_UA") }
+    if os.getenv("BENCH_CLOSE") == "1" then headers["Connection"] = "close" end
+    reqs[i] = wrk.format("GET", "http://" .. hp .. os.getenv("BENCH_PATH"), headers)
+  end
+end
+request = function()
+  n = n + 1
+  if n > #reqs then n = 1 end
+  return reqs[n]
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('BENCH_RESULT {"requests":%d,"durationUs":%d,"bad":%d,"p50Us":%d,"p99Us":%d}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+`;
+
+/** Runs wrk once (pinned to the load core) and parses its JSON line. */
+function runWrk(wrk: string, scriptPath: string, pin: string[], job: LoadJob): Promise<LoadOutcome> {
+  return new Promise((resolve, reject) => {
+    const args = [...pin, wrk, '-t1', `-c${CONNECTIONS}`, `-d${job.seconds}s`, '--timeout', '10s', '-s', scriptPath, `http://127.0.0.1:${job.proxyPort}`];
+    const child = spawn(args[0]!, args.slice(1), {
+      env: { ...process.env, BENCH_ORIGINS: job.origins.join(','), BENCH_CLOSE: job.close ? '1' : '0', BENCH_UA: BOT_UA, BENCH_PATH: PAGE_PATH },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const line = /BENCH_RESULT (\{.*\})/.exec(out);
+      if (code !== 0 || line === null) return reject(new Error(`wrk exited with ${code}: ${out.trim()}`));
+      const r = JSON.parse(line[1]!) as { requests: number; durationUs: number; bad: number; p50Us: number; p99Us: number };
+      resolve({ requests: r.requests, seconds: r.durationUs / 1e6, bad: r.bad, p50: r.p50Us / 1000, p99: r.p99Us / 1000 });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ the targets
+
+/** Node flags from an environment variable, split on spaces. */
+const flagsOf = (name: string): string[] => (process.env[name] ?? '').split(' ').filter((f) => f !== '');
+
+interface Running {
+  pid: number;
+  port: number;
+  /** The access log file, when this target writes one. */
+  logFile?: string;
+  stop(): Promise<void>;
+}
+interface Target {
+  key: string;
+  label: string;
+  /** The shapes it runs in (keys); absent: all. */
+  shapes?: string[];
+  start(): Promise<Running>;
+}
+
+/** Squid's minimal config: no cache, loopback clients only, one process, every file in `dir`. */
+function squidConfig(dir: string, port: number, accessLog: boolean): string {
+  return [
+    `http_port 127.0.0.1:${port}`,
+    'workers 1',
+    'http_access allow localhost',
+    'http_access deny all',
+    'cache deny all',
+    'cache_mem 0 MB',
+    accessLog ? `access_log stdio:${join(dir, 'access.log')}` : 'access_log none',
+    `cache_log ${join(dir, 'cache.log')}`,
+    `pid_filename ${join(dir, 'squid.pid')}`,
+    `coredump_dir ${dir}`,
+    'pinger_enable off',
+    'shutdown_lifetime 0 seconds',
+    '',
+  ].join('\n');
+}
+
+/** Starts `squid -N` (no daemon: one process, the one measured) on a free port. */
+async function startSquid(squid: string, pin: string[], workDir: string, name: string, accessLog: boolean): Promise<Running> {
+  const dir = join(workDir, name);
+  mkdirSync(dir);
+  // Squid started as root drops to its own user, which must be able to write here.
+  chmodSync(dir, 0o777);
+  const port = await freePort();
+  const conf = join(dir, 'squid.conf');
+  writeFileSync(conf, squidConfig(dir, port, accessLog));
+  const child = spawn(pin[0] ?? squid, [...pin.slice(1), ...(pin.length > 0 ? [squid] : []), '-N', '-f', conf], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await waitForPort(port, 30_000, child);
+  return { pid: child.pid!, port, ...(accessLog ? { logFile: join(dir, 'access.log') } : {}), stop: () => stopChild(child) };
+}
+
+/**
+ * Writes config/default.yaml with only `changes` applied (comments kept), so
+ * the proxy runs what `npm start` runs, whatever the defaults are today.
+ */
+function proxyConfigFile(path: string, changes: Array<[string[], unknown]>): void {
+  const doc = parseDocument(readFileSync(join(REPO, 'config/default.yaml'), 'utf8'));
+  for (const [key, value] of changes) doc.setIn(key, value);
+  writeFileSync(path, doc.toString());
+}
+
+/**
+ * Builds dist/ with tsc, as `npm start` (its prestart) does, unless dist/cli.js
+ * is newer than every file under src/. The proxy must run from the tsc build:
+ * under tsx, esbuild's keepNames wraps closures in `__name()` calls at run time,
+ * which costs CPU on the hot path that `npm start` does not pay.
+ * @returns what was done, for the header.
+ */
+function ensureBuild(): string {
+  const newest = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
+  let built = 0;
+  try {
+    built = statSync(join(REPO, 'dist/cli.js')).mtimeMs;
+  } catch {
+    // not built yet
+  }
+  if (built > newest(join(REPO, 'src'))) return 'dist/ is up to date';
+  const t0 = performance.now();
+  execFileSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.json')], { stdio: 'inherit' });
+  return `dist/ built with tsc (${((performance.now() - t0) / 1000).toFixed(0)} s)`;
+}
+
+/**
+ * Starts `node dist/cli.js serve --config FILE`, which is what `npm start`
+ * runs, from the repository root, stdout (where the log goes) to a file in
+ * the temp dir.
+ */
+async function startRobotsProxy(pin: string[], workDir: string, name: string, changes: Array<[string[], unknown]>): Promise<Running> {
+  const dir = join(workDir, name);
+  mkdirSync(dir);
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const configPath = join(dir, 'config.yaml');
+  proxyConfigFile(configPath, [
+    [['listen', 'port'], port],
+    [['admin', 'port'], adminPort],
+    [['stateDir'], join(dir, 'state')],
+    [['upstream', 'allowPrivateNetworks'], true],
+    ...changes,
+  ]);
+  const logFile = join(dir, 'stdout.log');
+  const stdout = openSync(logFile, 'a');
+  const stderr = openSync(join(dir, 'stderr.log'), 'a');
+  const argv = [process.execPath, ...flagsOf('BENCH_PROXY_NODE_OPTIONS'), join(REPO, 'dist/cli.js'), 'serve', '--config', configPath];
+  const command = [...pin, ...argv];
+  const child = spawn(command[0]!, command.slice(1), { cwd: REPO, stdio: ['ignore', stdout, stderr] });
+  closeSync(stdout);
+  closeSync(stderr);
+  try {
+    await waitForPort(port, 60_000, child);
+  } catch (err) {
+    throw new Error(`${name}: ${(err as Error).message}; stderr: ${readFileSync(join(dir, 'stderr.log'), 'utf8').slice(0, 2000)}`);
+  }
+  return { pid: child.pid!, port, logFile, stop: () => stopChild(child) };
+}
+
+/** Starts a bench child role as its own process, pinned; it answers with its port(s). */
+async function startRole<T>(pin: string[], role: string, ...args: string[]): Promise<[ChildProcess, T]> {
+  const child = forkRole({ prefix: pin, nodeFlags: role === 'bare' ? flagsOf('BENCH_BARE_NODE_OPTIONS') : [] }, SCRIPT, role, ...args);
+  return [child, await nextMessage<T>(child)];
 }
 
 // ------------------------------------------------------------------ the driver
 
+interface Shape {
+  key: string;
+  label: string;
+  origins: number;
+  close: boolean;
+}
+const SHAPES: Shape[] = [
+  { key: '1o-ka', label: `one origin, keep-alive, ${CONNECTIONS} connections`, origins: 1, close: false },
+  { key: '50o-ka', label: `${ORIGINS} origins, keep-alive, ${CONNECTIONS} connections`, origins: ORIGINS, close: false },
+  { key: '1o-close', label: `one origin, Connection: close, ${CONNECTIONS} connections`, origins: 1, close: true },
+  { key: '50o-close', label: `${ORIGINS} origins, Connection: close, ${CONNECTIONS} connections`, origins: ORIGINS, close: true },
+];
+
+interface Sample {
+  rps: number;
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  bad: number;
+  logBytesPerReq: number;
+  cores: number;
+  /** Share of the run the target's main thread spent runnable but not running (other processes had the core). */
+  waitShare: number;
+  originCores: number;
+}
+
+const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const loadAverage = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const sizeOf = (path: string | undefined): number => {
+  if (path === undefined) return NaN;
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+};
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 async function main(): Promise<void> {
-  const { validateConfig } = await import('../src/config/index.js');
-  const { startProxy } = await import('../src/main.js');
-  const { createLogger } = await import('../src/audit/index.js');
+  const started = performance.now();
+  const only = (process.env['BENCH_ONLY'] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const taskset = process.env['BENCH_PIN'] === '0' ? undefined : findExecutable('taskset');
+  const pinTarget = taskset !== undefined && os.cpus().length > 1 ? [taskset, '-c', TARGET_CORE] : [];
+  const pinLoad = taskset !== undefined && os.cpus().length > 1 ? [taskset, '-c', LOAD_CORE] : [];
+  const squid = findExecutable('squid');
+  const wrk = findExecutable('wrk');
+  const workDir = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'));
+  chmodSync(workDir, 0o755);
 
-  const origin = forkRole(fileURLToPath(import.meta.url), 'origin');
-  const load = forkRole(fileURLToPath(import.meta.url), 'load');
-  const { port: originPort } = await nextMessage<{ port: number }>(origin);
-  const originHost = `127.0.0.1:${originPort}`;
-  const targetUrl = `http://${originHost}${PAGE_PATH}`;
+  const squidVersion = squid === undefined ? undefined : /Version (\S+)/.exec(spawnText(squid, ['-v']))?.[1] ?? '?';
+  const targets: Target[] = [
+    ...(squid === undefined
+      ? []
+      : [
+          { key: 'squid', label: `Squid ${squidVersion}, access log on`, start: () => startSquid(squid, pinTarget, workDir, 'squid', true) },
+          { key: 'squid-nolog', label: `Squid ${squidVersion}, no access log`, start: () => startSquid(squid, pinTarget, workDir, 'squid-nolog', false) },
+        ]),
+    {
+      key: 'bare',
+      label: 'bare undici forwarder',
+      start: async () => {
+        const [child, { port }] = await startRole<{ port: number }>(pinTarget, 'bare');
+        return { pid: child.pid!, port, stop: () => stopChild(child) };
+      },
+    },
+    { key: 'rp', label: 'robots-proxy, default config (log info)', start: () => startRobotsProxy(pinTarget, workDir, 'rp', []) },
+    { key: 'rp-warn', label: 'robots-proxy, log at warn', start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn', [[['log', 'level'], 'warn']]) },
+    { key: 'rp-mc64', label: 'robots-proxy, default + maxConcurrency 64', shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, 'rp-mc64', [[['pacing', 'maxConcurrency'], 64]]) },
+    {
+      key: 'rp-warn-mc64',
+      label: 'robots-proxy, log warn + maxConcurrency 64',
+      shapes: ['1o-ka'],
+      start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn-mc64', [[['log', 'level'], 'warn'], [['pacing', 'maxConcurrency'], 64]]),
+    },
+  ];
+  const allKeys = [...targets.map((t) => t.key), 'squid', 'squid-nolog', ...SHAPES.map((s) => s.key)];
+  const unknown = only.filter((k) => !allKeys.includes(k));
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown key(s) ${unknown.join(', ')}; targets: ${targets.map((t) => t.key).join(', ')}; shapes: ${SHAPES.map((s) => s.key).join(', ')}`);
+  const onlyTargets = only.filter((k) => !SHAPES.some((s) => s.key === k));
+  const onlyShapes = only.filter((k) => SHAPES.some((s) => s.key === k));
+  const chosenTargets = targets.filter((t) => onlyTargets.length === 0 || onlyTargets.includes(t.key));
+  const shapes = SHAPES.filter((s) => (onlyShapes.length === 0 || onlyShapes.includes(s.key)) && (wrk !== undefined || !s.close));
+  const cells = shapes.flatMap((shape) => chosenTargets.filter((t) => t.shapes === undefined || t.shapes.includes(shape.key)).map((target) => ({ shape, target })));
 
-  const proxyConfig = (): ReturnType<typeof validateConfig> =>
-    validateConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      admin: { enabled: false },
-      log: { level: 'silent' },
-      upstream: { allowPrivateNetworks: true },
-      pacing: { maxConcurrency: MAX_CONCURRENCY },
-      https: { mode: 'tunnel' },
-      stateDir: mkdtempSync(join(os.tmpdir(), 'robots-proxy-bench-')),
-    });
-  const bare = await startBareForwarder();
-  const proxy = await startProxy(proxyConfig(), { logger: pino({ level: 'silent' }) });
-  const proxyLogged = await startProxy(proxyConfig(), { logger: createLogger({ level: 'info', file: '/dev/null' }) });
+  console.log(`proxy-throughput: node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), load average ${loadAverage()} (1, 5, 15 min)`);
+  console.log(squid === undefined ? '  Squid: not found (PATH, /usr/sbin, /sbin): no Squid series, no ratios; see bench/README.md to install it' : `  Squid: ${squid} (${squidVersion}), squid -N, no cache, workers 1`);
+  console.log(wrk === undefined ? '  wrk: not found: autocannon runs the keep-alive shapes, the Connection: close shapes are skipped; see bench/README.md' : `  load: ${wrk} -t1 -c${CONNECTIONS}, absolute-form GET ${PAGE_PATH} (96-byte answer), rotating over the shape's origins`);
+  console.log(pinTarget.length > 0 ? `  pinning: targets on core ${TARGET_CORE}; load generator and origins on core ${LOAD_CORE} (taskset)` : `  pinning: none (${process.env['BENCH_PIN'] === '0' ? 'BENCH_PIN=0' : 'taskset not found, or one CPU'})`);
+  console.log(`  runs: ${RUN_SECONDS} s each, ${ROUNDS} round(s) round-robin across targets after a ${WARMUP_SECONDS} s warm-up; medians${QUICK ? ' (BENCH_QUICK)' : ''}`);
+  const build = chosenTargets.some((t) => t.key.startsWith('rp')) ? ensureBuild() : 'not needed';
+  console.log(`  robots-proxy: node dist/cli.js serve --config (${build}), config/default.yaml, log on stdout redirected to a file; deviations: listen.port, admin.port (free ports),`);
+  console.log('    stateDir (temp dir), and upstream.allowPrivateNetworks: true, deliberately: the origins are on loopback, which the default refuses (403 target-private-network)');
+  console.log(`  work dir: ${workDir}${process.env['BENCH_KEEP'] === '1' ? ' (kept)' : ' (removed at the end; BENCH_KEEP=1 keeps it)'}`);
 
-  const configs: Array<{ name: string; job: LoadJob }> = [
-    { name: 'direct', job: { url: `http://${originHost}`, path: PAGE_PATH, host: originHost, seconds: RUN_SECONDS } },
-    { name: 'bare', job: { url: `http://127.0.0.1:${bare.port}`, path: targetUrl, host: originHost, seconds: RUN_SECONDS } },
-    { name: 'proxy', job: { url: `http://127.0.0.1:${proxy.proxyAddress.port}`, path: targetUrl, host: originHost, seconds: RUN_SECONDS } },
-    { name: 'proxy+log', job: { url: `http://127.0.0.1:${proxyLogged.proxyAddress.port}`, path: targetUrl, host: originHost, seconds: RUN_SECONDS } },
-  ].filter((c) => !process.env['BENCH_ONLY'] || c.name === process.env['BENCH_ONLY']);
+  const [originsChild, { ports }] = await startRole<{ ports: number[] }>(pinLoad, 'origins', String(ORIGINS));
+  const origins = ports.map((p) => `127.0.0.1:${p}`);
+  const scriptPath = join(workDir, 'rotate.lua');
+  writeFileSync(scriptPath, WRK_SCRIPT);
+  const autocannon = wrk === undefined ? forkRole({ prefix: pinLoad }, SCRIPT, 'autocannon') : undefined;
 
-  console.log(`proxy-throughput: node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), load average ${loadAverage()}`);
-  console.log(`  origin: child process pid ${origin.pid}; autocannon: child process pid ${load.pid}; bare forwarder and robots-proxy: this process pid ${process.pid}`);
-  console.log(`  autocannon: ${CONNECTIONS} keep-alive connections, pipelining 1, ${RUN_SECONDS} s per run, ${ROUNDS} rounds interleaved; GET ${PAGE_PATH} (100 B body)`);
-  console.log(`  robots-proxy: pacing.maxConcurrency ${MAX_CONCURRENCY} (> ${CONNECTIONS} connections, so never the bottleneck), robots.txt "Disallow: /private/" cached, no crawl-delay`);
-  console.log(`  bare forwarder and robots-proxy both use undici Pool(connections 64, pipelining 1) per origin`);
-
-  const pids = { proxies: process.pid, origin: origin.pid, autocannon: load.pid };
-  const run = (job: LoadJob): Promise<[LoadResult, CpuUse]> =>
-    measureCpu(pids, async () => {
-      load.send(job);
-      return nextMessage<LoadResult>(load);
-    });
-  // Warm-up: caches robots.txt, opens upstream pools, lets V8 optimise.
-  for (const c of configs) await run({ ...c.job, seconds: WARMUP_SECONDS });
-
-  // CPU per request of the process doing the forwarding (the origin's for `direct`):
-  // less sensitive than req/s to the other processes sharing the 2 cores.
-  const serverOf = (name: string): string => (name === 'direct' ? 'origin' : 'proxies');
-  const results = new Map<string, Array<LoadResult & { cpuUsPerReq: number }>>(configs.map((c) => [c.name, []]));
-  for (let round = 1; round <= ROUNDS; round++) {
-    const order = round % 2 === 1 ? configs : [...configs].reverse();
-    for (const c of order) {
-      const [r, use] = await run(c.job);
-      const cpuUsPerReq = ((use.cpuS[serverOf(c.name)] ?? NaN) / r.ok) * 1e6;
-      results.get(c.name)!.push({ ...r, cpuUsPerReq });
-      console.log(`  round ${round} ${c.name.padEnd(9)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${cpuUsPerReq.toFixed(0)} us CPU/req  (${r.ok} ok, ${r.bad} not 2xx/errors; cores used: ${coresOf(use)})`);
+  const running = new Map<string, Running>();
+  try {
+    for (const target of chosenTargets) {
+      running.set(target.key, await target.start());
+      console.log(`  started ${target.key.padEnd(12)} pid ${running.get(target.key)!.pid}, port ${running.get(target.key)!.port}`);
     }
-  }
 
-  console.log('\n  config      req/s (median)   p50 ms   p99 ms   CPU us/req*   runs (req/s)');
-  const medians = new Map<string, { rps: number; cpu: number }>();
-  for (const c of configs) {
-    const rs = results.get(c.name)!;
-    const m = { rps: median(rs.map((r) => r.rps)), cpu: median(rs.map((r) => r.cpuUsPerReq)) };
-    medians.set(c.name, m);
-    console.log(`  ${c.name.padEnd(10)} ${m.rps.toFixed(0).padStart(10)}   ${String(median(rs.map((r) => r.p50))).padStart(7)}  ${String(median(rs.map((r) => r.p99))).padStart(7)}   ${m.cpu.toFixed(0).padStart(8)}      ${rs.map((r) => r.rps.toFixed(0)).join(', ')}`);
-  }
-  console.log('  * CPU time of the forwarding process (the origin for direct) per completed request');
-  const ratio = (a: string, b: string, f: (m: { rps: number; cpu: number }) => number): string => {
-    const x = medians.get(a);
-    const y = medians.get(b);
-    return x !== undefined && y !== undefined ? (f(x) / f(y)).toFixed(3) : 'n/a';
-  };
-  console.log(`\n  robots-proxy / bare forwarder, req/s: ${ratio('proxy', 'bare', (m) => m.rps)}  (target >= 0.80)`);
-  console.log(`  bare forwarder / robots-proxy, CPU per request: ${ratio('bare', 'proxy', (m) => m.cpu)}  (the req/s ratio on a CPU-bound core)`);
-  console.log(`  robots-proxy with access log / bare forwarder, req/s: ${ratio('proxy+log', 'bare', (m) => m.rps)}  (informative)`);
-  console.log(`  bare forwarder / direct, req/s: ${ratio('bare', 'direct', (m) => m.rps)}`);
-  console.log(`  (latency percentiles from autocannon, 1 ms resolution; load average at the end ${loadAverage()}; other processes on the machine share the 2 cores)`);
+    const load = (job: LoadJob): Promise<LoadOutcome> => {
+      if (wrk !== undefined) return runWrk(wrk, scriptPath, pinLoad, job);
+      autocannon!.send(job);
+      return nextMessage<LoadOutcome>(autocannon!);
+    };
+    const measure = async (target: Target, shape: Shape, seconds: number): Promise<Sample> => {
+      const run = running.get(target.key)!;
+      const logBefore = sizeOf(run.logFile);
+      const pids = { target: run.pid, origins: originsChild.pid! };
+      const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
+      const waitBefore = runQueueWaitSecondsOf(run.pid);
+      const t0 = performance.now();
+      const r = await load({ proxyPort: run.port, origins: origins.slice(0, shape.origins), close: shape.close, seconds });
+      const wallS = (performance.now() - t0) / 1000;
+      const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid) - cpuBefore[k]!]));
+      const waited = runQueueWaitSecondsOf(run.pid) - waitBefore;
+      // robots-proxy's logger flushes its buffer every 100 ms; Squid (buffered_logs off) writes each line at once.
+      await sleep(run.logFile === undefined ? 50 : 150);
+      const logBytes = sizeOf(run.logFile) - logBefore;
+      return {
+        rps: r.requests / r.seconds,
+        cpuUs: (cpu['target']! / r.requests) * 1e6,
+        p50: r.p50,
+        p99: r.p99,
+        bad: r.bad,
+        logBytesPerReq: logBytes / r.requests,
+        cores: cpu['target']! / wallS,
+        waitShare: waited / wallS,
+        originCores: cpu['origins']! / wallS,
+      };
+    };
 
-  await Promise.all([bare.close(), proxy.close(), proxyLogged.close()]);
-  origin.disconnect();
-  load.disconnect();
+    // Warm-up: fetches robots.txt for every origin, opens upstream connections, lets V8 optimise.
+    for (const { target, shape } of cells) await measure(target, shape, WARMUP_SECONDS);
+
+    const results = new Map<string, Sample[]>(cells.map((c) => [`${c.target.key} ${c.shape.key}`, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const shape of shapes) {
+        const inShape = cells.filter((c) => c.shape === shape);
+        for (const { target } of round % 2 === 1 ? inShape : [...inShape].reverse()) {
+          const s = await measure(target, shape, RUN_SECONDS);
+          results.get(`${target.key} ${shape.key}`)!.push(s);
+          console.log(
+            `  round ${round} ${shape.key.padEnd(9)} ${target.key.padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
+              `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
+          );
+        }
+      }
+    }
+
+    console.log(`\nMedians of ${ROUNDS} round(s); "vs Squid" = req/s / req/s of Squid with its access log on, same shape; CPU = target process utime+stime per request;`);
+    console.log('  log B/req = access log bytes written per request; waited = share of the run the target was runnable but another process had the core');
+    for (const shape of shapes) {
+      const inShape = cells.filter((c) => c.shape === shape);
+      const med = (key: string, f: (s: Sample) => number): number => median(results.get(`${key} ${shape.key}`)!.map(f));
+      const squidRps = inShape.some((c) => c.target.key === 'squid') ? med('squid', (s) => s.rps) : NaN;
+      console.log(`\n  ${shape.label}`);
+      console.log(`  ${'target'.padEnd(44)} ${'req/s'.padStart(7)} ${'vs Squid'.padStart(9)} ${'CPU us/req'.padStart(11)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'log B/req'.padStart(10)} ${'waited'.padStart(7)}  req/s of each round`);
+      for (const { target } of inShape) {
+        const rps = med(target.key, (s) => s.rps);
+        const bad = results.get(`${target.key} ${shape.key}`)!.reduce((n, s) => n + s.bad, 0);
+        console.log(
+          `  ${target.label.padEnd(44)} ${fmt(rps).padStart(7)} ${fmt(rps / squidRps, 2).padStart(9)} ${fmt(med(target.key, (s) => s.cpuUs)).padStart(11)} ${fmt(med(target.key, (s) => s.p50), 1).padStart(7)} ${fmt(med(target.key, (s) => s.p99), 1).padStart(7)} ${fmt(med(target.key, (s) => s.logBytesPerReq)).padStart(10)} ${(fmt(med(target.key, (s) => s.waitShare * 100)) + '%').padStart(7)}  ` +
+            results.get(`${target.key} ${shape.key}`)!.map((s) => fmt(s.rps)).join(', ') + (bad > 0 ? `  (${bad} not 2xx/3xx or errors)` : ''),
+        );
+      }
+    }
+    if (squid === undefined) console.log('\n  Squid was not found: no ratios. Install it (apt-get install squid) and run again.');
+    console.log(`\n  load average at the end ${loadAverage()}; ${((performance.now() - started) / 1000).toFixed(0)} s in all. The machine's other processes share the cores: CPU per request is steadier than req/s.`);
+  } finally {
+    await Promise.all([...running.values()].map((r) => r.stop()));
+    originsChild.disconnect();
+    autocannon?.disconnect();
+    if (process.env['BENCH_KEEP'] !== '1') rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+function spawnText(command: string, args: string[]): string {
+  try {
+    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return '';
+  }
 }
 
 const role = process.argv[2];
-if (role === 'origin') await runOrigin();
-else if (role === 'load') runLoad();
+if (role === 'origins') await runOrigins(Number(process.argv[3]));
+else if (role === 'bare') await runBareForwarder();
+else if (role === 'autocannon') runAutocannon();
 else await main();

@@ -1,0 +1,128 @@
+/**
+ * A probe preloaded into a process under the proxy bench, to find what holds
+ * a request up (the p99 stall of issue #11). Not part of the proxy.
+ *
+ *   BENCH_PROXY_NODE_OPTIONS="--import=./bench/loop-probe.mjs" LOOP_PROBE_OUT=/tmp/probe \
+ *     BENCH_ONLY=rp,1o-ka npm run bench:proxy
+ *
+ * It checks the event loop every TICK_MS; when a check comes STALL_MS or more
+ * late, it records the stall and what filled it, from the main thread's
+ * /proc/self/task/PID/schedstat (time it ran, time it waited for a CPU) and
+ * the GC pauses (perf_hooks 'gc' entries) that overlapped it, counting only
+ * stalls under load (a request arrived less than BUSY_MS before). A stall with little waiting and little GC
+ * was synchronous work: a long batch of callbacks, or a blocking call.
+ * At exit it writes LOOP_PROBE_OUT.PID.json: the requests its HTTP servers
+ * received (diagnostics_channel), event-loop delay percentiles, GC pauses by
+ * kind, and the stalls.
+ *
+ * LOOP_PROBE_HEAP=all also samples allocations (V8's sampling heap profiler,
+ * one sample per 32 KiB) and writes LOOP_PROBE_OUT.PID.heapprofile (open it
+ * in Chrome DevTools, or summarise it with bench/heap-summary.ts): where the
+ * bytes are allocated. LOOP_PROBE_HEAP=promoted keeps only the samples that
+ * survived the young generation (promoted to the old one): what makes the
+ * scavenges copy and the old generation grow. Plain JavaScript (Linux /proc), so it
+ * preloads into `node dist/cli.js` without tsx. The probe itself costs a
+ * timer every TICK_MS and a small file read: use it for diagnosis, not for
+ * the figures.
+ */
+import { subscribe } from 'node:diagnostics_channel';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
+
+const TICK_MS = 5;
+const STALL_MS = 10;
+const BUSY_MS = 50;
+const out = process.env.LOOP_PROBE_OUT;
+
+const schedstat = () => {
+  try {
+    const [run, wait] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return { runMs: run / 1e6, waitMs: wait / 1e6 };
+  } catch {
+    return { runMs: NaN, waitMs: NaN };
+  }
+};
+
+const delay = monitorEventLoopDelay({ resolution: 1 });
+delay.enable();
+const gcKinds = { 1: 'scavenge', 2: 'mark-sweep-compact', 4: 'incremental-marking', 8: 'weak-callbacks', 16: 'minor-mark-sweep' };
+/** [start ms, duration ms, kind] */
+const gcs = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcs.push([e.startTime, e.duration, gcKinds[e.detail?.kind] ?? String(e.detail?.kind)]);
+}).observe({ entryTypes: ['gc'] });
+
+const heapMode = process.env.LOOP_PROBE_HEAP;
+const session = heapMode === 'all' || heapMode === 'promoted' ? new Session() : undefined;
+if (session) {
+  session.connect();
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: 32 * 1024,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: heapMode === 'all',
+  });
+}
+
+/** Requests the process's HTTP servers received (to turn totals into per-request figures). */
+let requests = 0;
+let lastRequestAt = -Infinity;
+subscribe('http.server.request.start', () => {
+  requests++;
+  lastRequestAt = performance.now();
+});
+
+const stalls = [];
+let last = performance.now();
+let lastSched = schedstat();
+const timer = setInterval(() => {
+  const now = performance.now();
+  const late = now - last - TICK_MS;
+  const sched = schedstat();
+  // Stalls under load only: a request arrived within BUSY_MS before the stall began. Start-up
+  // (module loading, the CA's key) and the idle time while the bench measures other targets
+  // are not the question.
+  if (late >= STALL_MS && lastRequestAt > last - BUSY_MS) {
+    const gcMs = gcs.filter(([start, duration]) => start + duration > last && start < now).reduce((sum, [, duration]) => sum + duration, 0);
+    stalls.push({
+      atMs: Math.round(last),
+      gapMs: +(now - last).toFixed(1),
+      ranMs: +(sched.runMs - lastSched.runMs).toFixed(1),
+      waitedMs: +(sched.waitMs - lastSched.waitMs).toFixed(1),
+      gcMs: +gcMs.toFixed(1),
+    });
+  }
+  last = now;
+  lastSched = sched;
+}, TICK_MS);
+timer.unref();
+
+const percentiles = (values) => {
+  const s = [...values].sort((a, b) => a - b);
+  const at = (p) => (s.length === 0 ? null : +s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))].toFixed(2));
+  return { count: s.length, p50: at(50), p99: at(99), max: at(100), totalMs: +s.reduce((a, b) => a + b, 0).toFixed(1) };
+};
+
+process.on('exit', () => {
+  if (!out) return;
+  // An in-process inspector session answers synchronously.
+  session?.post('HeapProfiler.stopSampling', (err, result) => {
+    if (!err) writeFileSync(`${out}.${process.pid}.heapprofile`, JSON.stringify(result.profile));
+  });
+  delay.disable();
+  const byKind = {};
+  for (const [, duration, kind] of gcs) (byKind[kind] ??= []).push(duration);
+  const sum = (key) => +stalls.reduce((a, s) => a + s[key], 0).toFixed(1);
+  const summary = {
+    pid: process.pid,
+    uptimeMs: Math.round(performance.now()),
+    requests,
+    eventLoopDelayMs: { p50: delay.percentile(50) / 1e6, p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 },
+    gcPausesMs: Object.fromEntries(Object.entries(byKind).map(([kind, ds]) => [kind, percentiles(ds)])),
+    stallsOver: STALL_MS,
+    stallTotals: { count: stalls.length, gapMs: sum('gapMs'), ranMs: sum('ranMs'), waitedMs: sum('waitedMs'), gcMs: sum('gcMs') },
+    stalls: stalls.sort((a, b) => b.gapMs - a.gapMs).slice(0, 200),
+    gcs,
+  };
+  writeFileSync(`${out}.${process.pid}.json`, JSON.stringify(summary));
+});
