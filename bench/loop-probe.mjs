@@ -12,7 +12,8 @@
  * stalls under load (a request arrived less than BUSY_MS before). A stall with little waiting and little GC
  * was synchronous work: a long batch of callbacks, or a blocking call.
  * At exit it writes LOOP_PROBE_OUT.PID.json: the requests its HTTP servers
- * received (diagnostics_channel), event-loop delay percentiles, GC pauses by
+ * received (diagnostics_channel), calls of the global timer functions per
+ * request, event-loop delay percentiles, GC pauses by
  * kind, and the stalls.
  *
  * LOOP_PROBE_HEAP=all also samples allocations (V8's sampling heap profiler,
@@ -62,6 +63,32 @@ if (session) {
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: heapMode === 'all',
   });
+}
+
+/**
+ * Calls of the global timer functions (Node's own socket timeouts use internal lists and are
+ * not counted): timer churn per request.
+ */
+const timerCalls = { setTimeout: 0, clearTimeout: 0, setInterval: 0, setImmediate: 0, clearImmediate: 0, refresh: 0 };
+for (const name of ['setTimeout', 'clearTimeout', 'setInterval', 'setImmediate', 'clearImmediate']) {
+  const original = globalThis[name];
+  globalThis[name] = function (...args) {
+    timerCalls[name]++;
+    return original.apply(this, args);
+  };
+}
+{
+  // Timeout.prototype.refresh: undici and others re-arm timers without a new setTimeout.
+  const probe = setTimeout(() => {}, 1);
+  const proto = Object.getPrototypeOf(probe);
+  clearTimeout(probe);
+  const refresh = proto.refresh;
+  proto.refresh = function () {
+    timerCalls.refresh++;
+    return refresh.call(this);
+  };
+  timerCalls.setTimeout = 0;
+  timerCalls.clearTimeout = 0;
 }
 
 /** Requests the process's HTTP servers received (to turn totals into per-request figures). */
@@ -117,6 +144,7 @@ process.on('exit', () => {
     pid: process.pid,
     uptimeMs: Math.round(performance.now()),
     requests,
+    timerCallsPerRequest: Object.fromEntries(Object.entries(timerCalls).map(([k, n]) => [k, requests > 0 ? +(n / requests).toFixed(2) : null])),
     eventLoopDelayMs: { p50: delay.percentile(50) / 1e6, p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 },
     gcPausesMs: Object.fromEntries(Object.entries(byKind).map(([kind, ds]) => [kind, percentiles(ds)])),
     stallsOver: STALL_MS,

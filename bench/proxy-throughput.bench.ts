@@ -41,7 +41,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -290,25 +290,16 @@ function proxyConfigFile(path: string, changes: Array<[string[], unknown]>): voi
 }
 
 /**
- * Builds dist/ with tsc, as `npm start` (its prestart) does, unless dist/cli.js
- * is newer than every file under src/. The proxy must run from the tsc build:
- * under tsx, esbuild's keepNames wraps closures in `__name()` calls at run time,
- * which costs CPU on the hot path that `npm start` does not pay.
+ * Builds dist/ as `npm start` does (its prestart: `tsc -b tsconfig.json`,
+ * which compiles only what changed). The proxy must run from the tsc build:
+ * under tsx, esbuild's keepNames wraps closures in `__name()` calls at run
+ * time, which costs CPU on the hot path that `npm start` does not pay.
  * @returns what was done, for the header.
  */
 function ensureBuild(): string {
-  const newest = (dir: string): number =>
-    readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
-  let built = 0;
-  try {
-    built = statSync(join(REPO, 'dist/cli.js')).mtimeMs;
-  } catch {
-    // not built yet
-  }
-  if (built > newest(join(REPO, 'src'))) return 'dist/ is up to date';
   const t0 = performance.now();
-  execFileSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.json')], { stdio: 'inherit' });
-  return `dist/ built with tsc (${((performance.now() - t0) / 1000).toFixed(0)} s)`;
+  execFileSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-b', join(REPO, 'tsconfig.json')], { stdio: 'inherit' });
+  return `tsc -b tsconfig.json: ${((performance.now() - t0) / 1000).toFixed(0)} s`;
 }
 
 /**
