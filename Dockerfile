@@ -15,7 +15,7 @@
 #
 # Config: /etc/robots-proxy/config.yaml (config/docker.yaml; mount your own
 # over it), named by ROBOTS_PROXY_CONFIG for every command. State (the
-# generated interception CA): the volume /var/lib/robots-proxy. The proxy runs
+# generated interception CA, the ledger): the volume /var/lib/robots-proxy. The proxy runs
 # as an unprivileged user.
 
 # A supported Node.js LTS (Node 20 reached its end of life in April 2026). The
@@ -27,9 +27,14 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # Dependencies first, so this layer is reused while only the sources change.
 # --ignore-scripts: `prepare` (tsc) needs the sources, which are not here yet,
-# and no runtime dependency needs an install script.
+# and no other runtime dependency needs an install script.
 COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts
+# better-sqlite3 (the ledger) is a native addon: its install script is the one
+# this image runs, and it needs a compiler where no prebuilt binary applies.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json ./
 COPY src ./src
 RUN npm run build

@@ -55,3 +55,18 @@ export class CertificateError extends ProxyError {
     super('ERR_CERTIFICATE', message, options);
   }
 }
+
+/** Codes of {@link LedgerError}. */
+export type LedgerErrorCode = 'ERR_LEDGER_SCHEMA' | 'ERR_LEDGER_OPEN' | 'ERR_LEDGER_LOG_LINE';
+
+/**
+ * The compliance ledger could not be used: `ERR_LEDGER_SCHEMA` (a file from a newer version),
+ * `ERR_LEDGER_OPEN` (the file cannot be opened or read, e.g. for a report),
+ * `ERR_LEDGER_LOG_LINE` (an access-log line that cannot be read back).
+ */
+export class LedgerError extends ProxyError {
+  declare readonly code: LedgerErrorCode;
+  constructor(code: LedgerErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}

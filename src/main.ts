@@ -8,7 +8,7 @@
 import { getHeapStatistics } from 'node:v8';
 import type { lookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Agent } from 'undici';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
@@ -19,6 +19,7 @@ import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } 
 import { Pacer, type PacingOptions } from './pacing/index.js';
 import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
+import { Ledger } from './audit/ledger/index.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
 import { TargetGuard } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
@@ -84,6 +85,8 @@ export interface RunningProxy {
   forceShutdown(trigger: string): void;
   /** Writes the access line of every request in flight with `error` (before a fatal exit). */
   abandonInFlight(error: string): void;
+  /** The compliance ledger, or undefined when `ledger.enabled` is false. */
+  ledger: Ledger | undefined;
   /** Stops both listeners (requests in flight get 1 s) and releases every pool, timer and socket. */
   close(): Promise<void>;
 }
@@ -150,6 +153,30 @@ function warnIfCacheExceedsHeap(cacheBytes: number, logger: Logger): void {
   }
 }
 
+/** The ledger's file: `ledger.path`, else `<stateDir>/ledger.sqlite`. */
+export function ledgerPathOf(config: Config): string {
+  return resolve(config.ledger.path ?? join(config.stateDir, 'ledger.sqlite'));
+}
+
+/** The ledger the config asks for (undefined when `ledger.enabled` is false); never throws (see {@link Ledger}). */
+function createLedger(config: Config, clock: Clock, logger: Logger): Ledger | undefined {
+  if (!config.ledger.enabled) return undefined;
+  const l = config.ledger;
+  return new Ledger({
+    path: ledgerPathOf(config),
+    clock,
+    logger,
+    flushIntervalMs: l.flushIntervalMs,
+    pruneIntervalMs: l.pruneIntervalMs,
+    rollupRetentionMs: l.rollupRetentionMs,
+    refusalRetentionMs: l.refusalRetentionMs,
+    maxRefusals: l.maxRefusals,
+    maxKeysPerMinute: l.maxKeysPerMinute,
+    robotsBodiesPerOrigin: l.robotsBodiesPerOrigin,
+    robotsBodyBytes: l.robotsBodyBytes,
+  });
+}
+
 /**
  * Loads or creates the interception CA named by the config.
  * @throws {ConfigError} (key `stateDir`) when the state directory cannot be
@@ -198,12 +225,15 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     });
   let robotsAgent = createRobotsAgent(config.upstream.connectTimeoutMs);
   let metrics: ProxyMetrics | undefined;
+  // Opened once nothing before the listeners can fail; the closures below read it when called.
+  let ledger: Ledger | undefined;
   const fetcher = new RobotsFetcher({ ...fetcherOptionsOf(config), dispatcher: robotsAgent, clock });
   warnIfCacheExceedsHeap(config.robots.cacheBytes, logger);
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
-      const snapshot = await fetcher.fetch(origin, context);
+      const { snapshot, body } = await fetcher.fetchWithBody(origin, context);
       metrics?.observeRobotsFetch(snapshot.info.state);
+      ledger?.recordRobotsFetch({ origin, snapshot, body });
       // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
       logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
       return snapshot;
@@ -259,6 +289,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     writeAccessLog(logger, entry);
     metrics?.observe(entry);
     drain?.observe(entry);
+    ledger?.observe(entry);
   };
 
   const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
@@ -279,7 +310,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
   });
   const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished, connections });
+  ledger = createLedger(config, clock, logger);
   const proxyAddress = await proxy.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
+    ledger?.close();
     throw listenConfigError('listen', config.listen.host, config.listen.port, err);
   });
   guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
@@ -340,6 +373,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
         upgrade.close();
         await Promise.all([proxy.close(), admin?.close()]);
         await Promise.all([forwarder.close(), robotsAgent.close().catch(() => undefined)]);
+        // After the listeners: every request's access entry has reached the ledger.
+        ledger?.close();
         logger.flush();
       },
     },
@@ -375,6 +410,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       guard.setOwnListeners([proxyAddress, adminAddress].map((a) => ({ host: a.address, port: a.port })));
     } catch (err) {
       await proxy.close();
+      ledger?.close();
       throw listenConfigError('admin', config.admin.host, config.admin.port, err);
     }
   }
@@ -399,6 +435,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     pipeline,
     connections,
     logger,
+    ledger,
     currentConfig: () => current,
     reload(next) {
       const plan = planReload(current, next);

@@ -31,6 +31,11 @@ export interface AccessEntry {
     /** The client's own `X-Request-Id` header, or null/absent (a value the client controls; never used as `requestId`). */
     clientRequestId?: string | null;
   };
+  /**
+   * Who the client is to the operator (a name from proxy credentials or a client range), or
+   * null (or absent) when no identity applies. Absent until admission sets it (issue 8).
+   */
+  identity?: string | null;
   decision: Decision;
   /** Candidate product tokens extracted from the User-Agent, in preference order. */
   productTokens: readonly string[];

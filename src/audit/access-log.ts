@@ -20,6 +20,8 @@ export const ACCESS_LOG_FIELD = {
   startedAt: 'startedAt',
   clientAddress: 'clientAddress',
   clientPort: 'clientPort',
+  /** The client's identity (proxy credentials or client range), or null when none applies. */
+  identity: 'identity',
   /** The client's User-Agent, capped to {@link ACCESS_LOG_LIMITS}.userAgentChars; null when absent. */
   userAgent: 'userAgent',
   /** Candidate product tokens from the User-Agent (RFC 9309 §2.2.1), capped in number and length. */
@@ -82,6 +84,7 @@ export interface AccessLogRecord {
   [ACCESS_LOG_FIELD.startedAt]: string;
   [ACCESS_LOG_FIELD.clientAddress]: string;
   [ACCESS_LOG_FIELD.clientPort]: number;
+  [ACCESS_LOG_FIELD.identity]: string | null;
   [ACCESS_LOG_FIELD.userAgent]: string | null;
   [ACCESS_LOG_FIELD.productTokens]: string[];
   [ACCESS_LOG_FIELD.method]: string;
@@ -170,6 +173,7 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
     [f.startedAt]: toIso(entry.startedAtMs),
     [f.clientAddress]: entry.client.address,
     [f.clientPort]: entry.client.port,
+    [f.identity]: entry.identity ?? null,
     [f.userAgent]: entry.request.userAgent === null ? null : cap(entry.request.userAgent, L.userAgentChars, f.userAgent, truncated),
     [f.productTokens]: tokens.map((t, i) => cap(t, L.productTokenChars, `${f.productTokens}.${i}`, truncated)),
     [f.method]: cap(entry.request.method, L.methodChars, f.method, truncated),

@@ -56,6 +56,13 @@ export interface FetchContext {
   consecutiveFailures: number;
 }
 
+/** A fetched snapshot with the body it was parsed from. */
+export interface FetchedRobots {
+  snapshot: RobotsSnapshot;
+  /** The body bytes parsed (at most `maxBytes`), or null when the outcome had none (not 2xx). */
+  body: Buffer | null;
+}
+
 /** Statuses followed as redirects (RFC 9110 §15.4; RFC 9309 §2.3.1.2). */
 const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 
@@ -153,7 +160,15 @@ export class RobotsFetcher {
    * @returns the snapshot; network outcomes are values, never rejections.
    * @throws {InvalidTargetError} when `origin` is not an absolute http(s) URL.
    */
-  readonly fetch = async (origin: string, context: FetchContext = { consecutiveFailures: 0 }): Promise<RobotsSnapshot> => {
+  readonly fetch = async (origin: string, context: FetchContext = { consecutiveFailures: 0 }): Promise<RobotsSnapshot> =>
+    (await this.fetchWithBody(origin, context)).snapshot;
+
+  /**
+   * {@link RobotsFetcher.fetch}, also returning the body bytes that were parsed (at most
+   * `maxBytes`; null for every outcome but 2xx), for the ledger's robots.txt history.
+   * @throws {InvalidTargetError} when `origin` is not an absolute http(s) URL.
+   */
+  readonly fetchWithBody = async (origin: string, context: FetchContext = { consecutiveFailures: 0 }): Promise<FetchedRobots> => {
     const url = robotsUrlOf(origin);
     const { clock, timeoutMs } = this.#options;
     const controller = new AbortController();
@@ -170,7 +185,9 @@ export class RobotsFetcher {
     } finally {
       clock.clearTimer(timer);
     }
-    return this.#snapshotOf(url.href, outcome, clock.nowMs(), context.consecutiveFailures);
+    const snapshot = this.#snapshotOf(url.href, outcome, clock.nowMs(), context.consecutiveFailures);
+    const body = outcome.state === 'ok' ? outcome.body.subarray(0, this.#options.maxBytes) : null;
+    return { snapshot, body };
   };
 
   /** Closes the `Agent` this fetcher created; a `dispatcher` passed in is left open. */

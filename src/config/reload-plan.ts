@@ -12,7 +12,8 @@ import type { Config } from './types.js';
  * process: the listening sockets and their connection caps, the CONNECT
  * handling and its CA, where state lives, what the upstream connections were
  * built with (the private-network guard sits in their DNS lookup, the extra CAs
- * in their TLS context) and the robots cache's bounds (its store). A change to
+ * in their TLS context), the robots cache's bounds (its store), the ledger and
+ * the metrics' label bounds. A change to
  * any of them is reported and ignored until a restart.
  */
 export const RESTART_REQUIRED_KEYS: readonly string[] = [
@@ -30,6 +31,10 @@ export const RESTART_REQUIRED_KEYS: readonly string[] = [
   'upstream.caFile',
   'robots.maxOrigins',
   'robots.cacheBytes',
+  // The ledger's file and its writer, and the metrics' label bounds, are built once; a reload
+  // never closes the ledger, so nothing aggregated is lost on SIGHUP.
+  'ledger',
+  'metrics',
 ];
 
 /** The outcome of comparing the running configuration with a new one. */

@@ -12,6 +12,8 @@ import type {
   ConnectionCap,
   HostOverride,
   HttpsConfig,
+  LedgerConfig,
+  MetricsConfig,
   PacingConfig,
   RobotsConfig,
   ShutdownConfig,
@@ -160,6 +162,24 @@ const httpsShape = {
 /** Longest drain allowed: a stop that waits longer than this is a hang, not a drain. */
 const MAX_DRAIN_MS = HOUR_MS;
 const shutdownShape = { drainTimeout: duration(0, MAX_DRAIN_MS).prefault('30s') };
+const ledgerShape = {
+  enabled: z.boolean().default(true),
+  path: filePath().optional(),
+  flushInterval: duration(10, MINUTE_MS).prefault('1s'),
+  rollupRetention: duration(HOUR_MS, 3650 * DAY_MS).prefault('90d'),
+  refusalRetention: duration(HOUR_MS, 3650 * DAY_MS).prefault('7d'),
+  maxRefusals: int(1_000, 100_000_000).default(1_000_000),
+  maxKeysPerMinute: int(100, 10_000_000).default(50_000),
+  robotsBodiesPerOrigin: int(0, 100).default(5),
+  robotsBodyBytes: size(0, 64 * 1_048_576).prefault('500KiB'),
+  pruneInterval: duration(SECOND_MS, DAY_MS).prefault('10m'),
+};
+
+const metricsShape = {
+  tokenLabels: int(1, 1_000).default(20),
+  identityLabels: int(1, 1_000).default(20),
+  busiestOrigins: int(0, 1_000).default(10),
+};
 
 const logShape = { level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') };
 
@@ -286,6 +306,23 @@ const httpsSchema = section(httpsShape).transform((h, ctx): HttpsConfig => {
   };
 });
 
+const ledgerSchema = section(ledgerShape).transform(
+  (l): LedgerConfig => ({
+    enabled: l.enabled,
+    ...(l.path === undefined ? {} : { path: l.path }),
+    flushIntervalMs: l.flushInterval,
+    rollupRetentionMs: l.rollupRetention,
+    refusalRetentionMs: l.refusalRetention,
+    maxRefusals: l.maxRefusals,
+    maxKeysPerMinute: l.maxKeysPerMinute,
+    robotsBodiesPerOrigin: l.robotsBodiesPerOrigin,
+    robotsBodyBytes: l.robotsBodyBytes,
+    pruneIntervalMs: l.pruneInterval,
+  }),
+);
+
+const metricsSchema = section(metricsShape).transform((m): MetricsConfig => ({ ...m }));
+
 const rootShape = {
   listen: section(listenShape),
   admin: section(adminShape),
@@ -298,6 +335,8 @@ const rootShape = {
   stateDir: filePath().default('./state'),
   log: section(logShape),
   shutdown: shutdownSchema,
+  ledger: ledgerSchema,
+  metrics: metricsSchema,
 };
 
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::']);
@@ -333,6 +372,8 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   https: Object.keys(httpsShape),
   log: Object.keys(logShape),
   shutdown: Object.keys(shutdownShape),
+  ledger: Object.keys(ledgerShape),
+  metrics: Object.keys(metricsShape),
 };
 
 /**

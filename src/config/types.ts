@@ -197,6 +197,49 @@ export interface ShutdownConfig {
   readonly drainTimeoutMs: number;
 }
 
+/**
+ * The compliance ledger: an SQLite file of per-minute rollups, recent refusals and robots.txt
+ * versions (extension, not in RFC 9309). Written off the request path, once per `flushIntervalMs`.
+ */
+export interface LedgerConfig {
+  /** Whether the ledger is kept at all. @default true */
+  readonly enabled: boolean;
+  /** The SQLite file; relative to the working directory. Not set: `<stateDir>/ledger.sqlite`. */
+  readonly path?: string;
+  /** Time between two write transactions, ms, 10 ms..1 min. @default 1000 */
+  readonly flushIntervalMs: number;
+  /** Age past which per-minute rollups are deleted, ms, 1 h..3650 d. @default 7_776_000_000 (90 d) */
+  readonly rollupRetentionMs: number;
+  /** Age past which refusal rows are deleted, ms, 1 h..3650 d. @default 604_800_000 (7 d) */
+  readonly refusalRetentionMs: number;
+  /** Most refusal rows kept (the oldest go first), 1000..100000000. @default 1_000_000 */
+  readonly maxRefusals: number;
+  /**
+   * Distinct (identity, product token, origin, verdict, reason) rows per minute, 100..10000000;
+   * requests of further keys in that minute are counted under origin `(other)`. @default 50_000
+   */
+  readonly maxKeysPerMinute: number;
+  /** robots.txt bodies kept per origin (the latest versions), 0..100. @default 5 */
+  readonly robotsBodiesPerOrigin: number;
+  /** Longest robots.txt body kept, bytes (a longer one is kept cut, and marked so), 0..64 MiB. @default 512_000 */
+  readonly robotsBodyBytes: number;
+  /** Time between two retention prunes, ms, 1 s..24 h. @default 600_000 */
+  readonly pruneIntervalMs: number;
+}
+
+/**
+ * Label bounds of the Prometheus metrics (extension, not in RFC 9309): the top N values by
+ * traffic keep their own label value, the rest are counted as `other`.
+ */
+export interface MetricsConfig {
+  /** Product tokens with a label value of their own, 1..1000. @default 20 */
+  readonly tokenLabels: number;
+  /** Identities with a label value of their own, 1..1000. @default 20 */
+  readonly identityLabels: number;
+  /** Origins with pacing gauges of their own (the busiest by queued and in-flight requests), 0..1000. @default 10 */
+  readonly busiestOrigins: number;
+}
+
 /** The whole validated configuration. Build it with `parseConfig`, `loadConfig` or `defaultConfig`. */
 export interface Config {
   readonly listen: ListenConfig;
@@ -218,4 +261,6 @@ export interface Config {
   readonly stateDir: string;
   readonly log: LogConfig;
   readonly shutdown: ShutdownConfig;
+  readonly ledger: LedgerConfig;
+  readonly metrics: MetricsConfig;
 }

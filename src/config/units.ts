@@ -9,6 +9,7 @@ const DURATION_UNITS_MS: Readonly<Record<string, number>> = {
   s: 1_000,
   m: 60_000,
   h: 3_600_000,
+  d: 86_400_000,
 };
 
 /**
@@ -28,19 +29,19 @@ const SIZE_UNITS_BYTES: Readonly<Record<string, number>> = {
 };
 
 /** One `<number><unit>` part of a duration: the number may have a fraction; one optional space. */
-const DURATION_PART = /(\d+(?:\.\d+)?) ?(ms|s|m|h)/y;
+const DURATION_PART = /(\d+(?:\.\d+)?) ?(ms|s|m|h|d)/y;
 const SIZE = /^(\d+(?:\.\d+)?) ?(B|kB|KB|MB|GB|KiB|MiB|GiB)?$/;
 
 /** The outcome of parsing a duration or size: a value, or why it was refused. */
 export type UnitParse = { ok: true; value: number } | { ok: false; reason: string };
 
-const DURATION_HINT = 'expected a number with a unit ms, s, m or h, e.g. "500ms", "10s", "1.5s", "1m30s", "24h"';
+const DURATION_HINT = 'expected a number with a unit ms, s, m, h or d, e.g. "500ms", "10s", "1.5s", "1m30s", "24h", "7d"';
 const SIZE_HINT = 'expected bytes or a number with a unit B, KiB, MiB, GiB, kB, MB or GB, e.g. "512B", "500KiB", "1MiB"';
 
 /**
  * Parses a duration into milliseconds.
  *
- * Accepts a string of one or more `<number><unit>` parts (`ms`, `s`, `m`, `h`;
+ * Accepts a string of one or more `<number><unit>` parts (`ms`, `s`, `m`, `h`, `d` (24 h);
  * fractions allowed, e.g. `1.5s`; compounds such as `1h30m` add up), or the
  * number `0`. Any other bare number is refused: `10` could mean seconds or
  * milliseconds, so a unit is required. Negative values are refused.

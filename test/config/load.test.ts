@@ -193,6 +193,19 @@ describe('valid sample', () => {
       stateDir: '/var/lib/robots-proxy',
       log: { level: 'debug' },
       shutdown: { drainTimeoutMs: 120_000 },
+      ledger: {
+        enabled: true,
+        path: '/var/lib/robots-proxy/audit.sqlite',
+        flushIntervalMs: 500,
+        rollupRetentionMs: 30 * 86_400_000,
+        refusalRetentionMs: 2 * 86_400_000,
+        maxRefusals: 10_000,
+        maxKeysPerMinute: 1_000,
+        robotsBodiesPerOrigin: 3,
+        robotsBodyBytes: 65_536,
+        pruneIntervalMs: 300_000,
+      },
+      metrics: { tokenLabels: 10, identityLabels: 5, busiestOrigins: 3 },
     };
     assert.deepEqual(loadConfig(fixture('valid.yaml')), expected);
   });

@@ -21,6 +21,8 @@ describe('parseDuration', () => {
     ['10 s', 10_000],
     [' 10s ', 10_000],
     ['1.1h', 3_960_000],
+    ['7d', 604_800_000],
+    ['1d12h', 129_600_000],
   ];
   for (const [input, ms] of accepted) {
     it(`reads ${JSON.stringify(input)} as ${ms} ms`, () => {
@@ -37,7 +39,7 @@ describe('parseDuration', () => {
     '10x',
     '10 sec',
     '10S',
-    '1d',
+    '1w',
     's',
     '.5s',
     '0.5ms', // not a whole number of milliseconds
