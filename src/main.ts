@@ -232,7 +232,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
       const { snapshot, body } = await fetcher.fetchWithBody(origin, context);
-      metrics?.observeRobotsFetch(snapshot.info.state);
+      metrics?.observeRobotsFetch(snapshot.info);
       ledger?.recordRobotsFetch({ origin, snapshot, body });
       // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
       logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
@@ -274,15 +274,19 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     onLimit,
   });
 
+  ledger = createLedger(config, clock, logger);
+  const ledgerStats = ledger === undefined ? undefined : ledger.stats.bind(ledger);
   metrics = new ProxyMetrics({
     pacing: () => pacer.stats(),
+    originPacing: () => pacer.stats().byOrigin,
+    ...(ledgerStats ? { ledger: ledgerStats } : {}),
     connections: () => connections.stats(),
     robotsCache: () => {
       const stats = robotsCache.stats();
       return { size: stats.entries, bytes: stats.bytes + stats.reservedBytes, evictions: stats.evictions };
     },
     ...(issuer ? { tls: () => issuer.getStats() } : {}),
-  });
+  }, { tokenLabels: config.metrics.tokenLabels, identityLabels: config.metrics.identityLabels, busiestOrigins: config.metrics.busiestOrigins });
   limitReporter = new LimitReporter({ logger, metrics, clock });
   let drain: Drain | undefined;
   const onFinished = (entry: AccessEntry): void => {
@@ -310,7 +314,6 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
   });
   const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished, connections });
-  ledger = createLedger(config, clock, logger);
   const proxyAddress = await proxy.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
     ledger?.close();
     throw listenConfigError('listen', config.listen.host, config.listen.port, err);

@@ -25,3 +25,6 @@ export {
   type ProxyMetricsOptions,
   type RobotsFetchState,
 } from './metrics.js';
+export { BotMetrics, NONE_LABEL } from './bot-metrics.js';
+export { OTHER_LABEL, TopLabels } from './top-labels.js';
+export { ROBOTS_FETCH_OUTCOMES, robotsFetchOutcomeOf, type RobotsFetchOutcome } from './scrape-metrics.js';

@@ -1,14 +1,18 @@
 /**
  * Prometheus metrics of the proxy, on a registry of their own (never
  * prom-client's global one, so a process, or a test, may hold many).
- * Labels come only from closed sets (verdict, reason, status class, robots
- * state): origins, paths, patterns and User-Agents are unbounded, so they go
- * to the access log, never into a label. Extension, not in RFC 9309.
+ * Labels come from closed sets (verdict, reason, status class, robots
+ * state), or through a top-N bound (product token, identity, the busiest
+ * origins; see bot-metrics.ts and top-labels.ts): paths, patterns and
+ * User-Agents are unbounded, so they go to the access log and the ledger,
+ * never into a label. Extension, not in RFC 9309.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DECISION_REASONS, type DecisionReason, type SnapshotInfo, type Verdict } from '../policy/decision.js';
 import type { AccessEntry } from './access-entry.js';
 import { CONNECTION_LIMIT_NAMES, SLOT_HOLD_WAITING_ON, type LimitEvent } from './limit-events.js';
+import { BotMetrics } from './bot-metrics.js';
+import { registerLedgerMetrics, registerOriginPacingMetrics, ROBOTS_FETCH_OUTCOMES, SCRAPE_METRIC_NAME, robotsFetchOutcomeOf, type LedgerMetricsSource, type OriginPacingSource } from './scrape-metrics.js';
 
 /** Prefix of every metric of ours (default process metrics keep prom-client's names). */
 export const METRIC_PREFIX = 'robots_proxy_';
@@ -47,6 +51,28 @@ export const METRIC_NAME = {
   clientTimeouts: `${METRIC_PREFIX}client_timeouts_total`,
   /** Counter {waiting_on}: start slots released because a request held one past `pacing.maxSlotHold`. */
   slotHoldExceeded: `${METRIC_PREFIX}pacing_slot_hold_exceeded_total`,
+  /** Counter {identity, token, verdict, reason}: finished requests by bot; identity and token bounded to the top N (`metrics.*Labels`), the rest `other`. */
+  botRequests: `${METRIC_PREFIX}bot_requests_total`,
+  /** Histogram {token}: queue wait by product token (top N, the rest `other`), seconds. */
+  botQueueWait: `${METRIC_PREFIX}bot_queue_wait_seconds`,
+  /** Counter {outcome}: robots.txt fetches by detailed outcome (`2xx`, `4xx`, `too-many-redirects`, `429`, `5xx`, `timeout`, `network`, `other`). */
+  robotsFetchOutcomes: `${METRIC_PREFIX}robots_fetch_outcomes_total`,
+  /** Gauge {origin}: requests waiting for a start slot at each of the busiest origins (`metrics.busiestOrigins`). */
+  originQueued: SCRAPE_METRIC_NAME.originQueued,
+  /** Gauge {origin}: requests in flight at each of the busiest origins. */
+  originInFlight: SCRAPE_METRIC_NAME.originInFlight,
+  /** Gauge {origin}: 1 while one of the busiest origins is paused by an upstream 429/503, else 0. */
+  originPaused: SCRAPE_METRIC_NAME.originPaused,
+  /** Counter: ledger write transactions committed. */
+  ledgerWrites: SCRAPE_METRIC_NAME.ledgerWrites,
+  /** Counter {kind}: ledger writes and opens that failed (`busy`, `full`, `readonly`, `open`, `schema`, `other`); never a failed request. */
+  ledgerFailures: SCRAPE_METRIC_NAME.ledgerFailures,
+  /** Gauge: rollup cells, refusals and robots.txt fetches waiting in memory to be written. */
+  ledgerPending: SCRAPE_METRIC_NAME.ledgerPending,
+  /** Counter {what}: what the ledger could not keep apart: `folded-requests` (counted under `(other)`), `refusals`, `robots-fetches` (not kept for drill-down). */
+  ledgerDropped: SCRAPE_METRIC_NAME.ledgerDropped,
+  /** Gauge: duration of the latest ledger write transaction, seconds. */
+  ledgerWriteSeconds: SCRAPE_METRIC_NAME.ledgerWriteSeconds,
 } as const;
 
 /** Values of the `kind` label of {@link METRIC_NAME.clientTimeouts}. */
@@ -113,12 +139,22 @@ export interface MetricsStatsSources {
   tls?: () => { issued: number; cacheHits: number };
   /** Client connections open on the proxy listener. */
   connections?: () => { open: number };
+  /** Pacing figures per origin with state (the gauges show the busiest `busiestOrigins`). */
+  originPacing?: OriginPacingSource;
+  /** The ledger's counters. */
+  ledger?: LedgerMetricsSource;
 }
 
 /** Options of {@link ProxyMetrics}. */
 export interface ProxyMetricsOptions {
   /** Also collect prom-client's default process metrics (CPU, memory, event loop lag, GC). @default true */
   collectDefaultMetrics?: boolean;
+  /** Product tokens with a label value of their own (`metrics.tokenLabels`). @default 20 */
+  tokenLabels?: number;
+  /** Identities with a label value of their own (`metrics.identityLabels`). @default 20 */
+  identityLabels?: number;
+  /** Origins with pacing gauges of their own (`metrics.busiestOrigins`). @default 10 */
+  busiestOrigins?: number;
 }
 
 /**
@@ -147,6 +183,8 @@ export class ProxyMetrics {
   readonly #connectionsRefused: Counter<'limit'>;
   readonly #clientTimeouts: Counter<'kind'>;
   readonly #slotHoldExceeded: Counter<'waiting_on'>;
+  readonly #robotsFetchOutcomes: Counter<'outcome'>;
+  readonly #bots: BotMetrics;
 
   /**
    * @param sources callbacks for the gauges, read at each scrape; a callback
@@ -214,7 +252,22 @@ export class ProxyMetrics {
       registers,
     });
     for (const waitingOn of SLOT_HOLD_WAITING_ON) this.#slotHoldExceeded.inc({ waiting_on: waitingOn }, 0);
+    this.#robotsFetchOutcomes = new Counter({
+      name: METRIC_NAME.robotsFetchOutcomes,
+      help: 'robots.txt fetches by outcome: 2xx, 4xx, too-many-redirects, 429, 5xx, timeout, network (connection or TLS error), other.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ROBOTS_FETCH_OUTCOMES) this.#robotsFetchOutcomes.inc({ outcome }, 0);
+    this.#bots = new BotMetrics(registers, {
+      ...(options.tokenLabels !== undefined ? { tokenLabels: options.tokenLabels } : {}),
+      ...(options.identityLabels !== undefined ? { identityLabels: options.identityLabels } : {}),
+      queueWaitBuckets: QUEUE_WAIT_BUCKETS_SECONDS,
+      names: { requests: METRIC_NAME.botRequests, queueWait: METRIC_NAME.botQueueWait },
+    });
     registerStatsMetrics(sources, registers);
+    if (sources.originPacing) registerOriginPacingMetrics(sources.originPacing, options.busiestOrigins ?? 10, registers);
+    if (sources.ledger) registerLedgerMetrics(sources.ledger, registers);
     if (options.collectDefaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -243,6 +296,7 @@ export class ProxyMetrics {
     }
     const timeoutKind = reason === 'client-timeout' && entry.error !== null ? CLIENT_TIMEOUT_KIND_BY_ERROR[entry.error] : undefined;
     if (timeoutKind !== undefined) this.#clientTimeouts.inc({ kind: timeoutKind });
+    this.#bots.observe(entry);
   }
 
   /** Counts one limit hit that is not a request (see {@link LimitEvent}). Never throws. */
@@ -260,9 +314,17 @@ export class ProxyMetrics {
     }
   }
 
-  /** Counts one robots.txt fetch by how it ended (RFC 9309 §2.3.1). Never throws. */
-  observeRobotsFetch(state: RobotsFetchState): void {
-    this.#robotsFetches.inc({ state });
+  /**
+   * Counts one robots.txt fetch by how it ended (RFC 9309 §2.3.1): by state, and, given the
+   * snapshot's info, by detailed outcome too. Never throws.
+   */
+  observeRobotsFetch(fetched: RobotsFetchState | SnapshotInfo): void {
+    if (typeof fetched === 'string') {
+      this.#robotsFetches.inc({ state: fetched });
+      return;
+    }
+    this.#robotsFetches.inc({ state: fetched.state });
+    this.#robotsFetchOutcomes.inc({ outcome: robotsFetchOutcomeOf(fetched) });
   }
 
   /**

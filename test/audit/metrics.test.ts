@@ -3,38 +3,10 @@ import assert from 'node:assert/strict';
 import { METRIC_NAME, METRIC_PREFIX, ProxyMetrics, toStatusClass, VERDICTS_BY_REASON } from '../../src/audit/metrics.js';
 import { DECISION_REASONS } from '../../src/policy/decision.js';
 import { CONNECTION_LIMIT_NAMES, SLOT_HOLD_WAITING_ON } from '../../src/audit/limit-events.js';
+import { ROBOTS_FETCH_OUTCOMES } from '../../src/audit/scrape-metrics.js';
 import { makeDecision, makeEntry } from './factories.js';
+import { parseSamples, valueOf } from './prometheus-text.js';
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Parses Prometheus text exposition lines (`name{a="b",...} value`); comments skipped. */
-function parseSamples(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    assert.ok(match, `unparseable line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[pair[1] ?? ''] = pair[2] ?? '';
-    }
-    samples.push({ name: match[1] ?? '', labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-/** The value of the one sample with this name and exactly these labels (undefined when absent). */
-function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  const found = samples.filter(
-    (s) => s.name === name && Object.keys(s.labels).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
-  );
-  assert.ok(found.length <= 1, `several samples for ${name}`);
-  return found[0]?.value;
-}
 
 describe('ProxyMetrics', () => {
   it('pre-registers every reason with its verdicts, status classes and robots states at 0', async () => {
@@ -88,7 +60,7 @@ describe('ProxyMetrics', () => {
     assert.equal(valueOf(samples, METRIC_NAME.robotsFetches, { state: 'unreachable' }), 2);
   });
 
-  it('labels only from closed sets: no origin, path, pattern or User-Agent anywhere', async () => {
+  it('labels only from closed sets or top-N bounded tokens and identities: no origin, path, pattern or User-Agent anywhere', async () => {
     const metrics = new ProxyMetrics({}, { collectDefaultMetrics: false });
     metrics.observe(makeEntry({ request: { userAgent: 'UniqueBot/9.9' } }));
     const text = await metrics.render();
@@ -100,6 +72,10 @@ describe('ProxyMetrics', () => {
       limit: new Set(CONNECTION_LIMIT_NAMES),
       kind: new Set(['idle', 'request-body', 'response-write']),
       waiting_on: new Set(SLOT_HOLD_WAITING_ON),
+      outcome: new Set(ROBOTS_FETCH_OUTCOMES),
+      // Bounded by TopLabels (tested in bot-metrics.test.ts): the decided token, no identity.
+      token: new Set(['gptbot']),
+      identity: new Set(['none']),
     };
     const samples = parseSamples(text);
     assert.ok(samples.length > 10);
@@ -110,7 +86,7 @@ describe('ProxyMetrics', () => {
         assert.ok(closedSets[label]?.has(value), `label ${label}="${value}" on ${sample.name}`);
       }
     }
-    assert.doesNotMatch(text, /origin=|127\.0\.0\.1|\/private\/|UniqueBot|gptbot/i);
+    assert.doesNotMatch(text, /origin=|127\.0\.0\.1|\/private\/|UniqueBot/i);
   });
 
   it('reads gauges and TLS counters from the stats callbacks at each scrape', async () => {
