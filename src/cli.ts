@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `robots-proxy` command line: `serve`, `check`, `ca`, `help`, `--version`.
+ * `robots-proxy` command line: `serve`, `check`, `ca`, `report`, `help`, `--version`.
  * Every command answers `--help`. Exit codes: 0 success (for `check`: every URL
  * allowed), 1 runtime error (for `check`: some URL disallowed), 2 usage or
  * configuration error.
@@ -43,6 +43,9 @@ Usage:
   robots-proxy check --jsonl              read JSON lines {"robots","url","userAgent"|"token"}
                                           on stdin, write one JSON decision per line
   robots-proxy ca [--config FILE]         print the interception CA certificate path and PEM
+  robots-proxy report [--config FILE] [--since 7d] [--out report.html]
+                                          the compliance report as one HTML file, from the
+                                          ledger (or --from-logs FILE...)
   robots-proxy help | --help              this text
   robots-proxy --version                  the version
 
@@ -159,6 +162,15 @@ async function main(argv: string[]): Promise<number> {
       const { serve } = await import('./main.js');
       await serve({ configPath }).catch(rethrowPlaced(configPath));
       return 0;
+    }
+    case 'report': {
+      if (rest.includes('--help') || rest.includes('-h')) {
+        const { REPORT_USAGE } = await import('./audit/report/report-cli.js');
+        process.stdout.write(`${REPORT_USAGE}\n`);
+        return 0;
+      }
+      const { runReport } = await import('./main.js');
+      return runReport(rest, configPathFrom);
     }
     case 'ca': {
       const { values } = parseCommandArgs('ca', rest, configOptions);

@@ -19,7 +19,8 @@ import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } 
 import { Pacer, type PacingOptions } from './pacing/index.js';
 import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
-import { Ledger } from './audit/ledger/index.js';
+import { contentHashOf, Ledger } from './audit/ledger/index.js';
+import { ReportService } from './audit/report/report-service.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
 import { TargetGuard } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
@@ -233,9 +234,11 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     fetch: async (origin, context) => {
       const { snapshot, body } = await fetcher.fetchWithBody(origin, context);
       metrics?.observeRobotsFetch(snapshot.info);
-      ledger?.recordRobotsFetch({ origin, snapshot, body });
+      // The content hash goes to the log too, so `report --from-logs` sees which fetches changed the file.
+      const sha256 = body === null ? null : contentHashOf(body);
+      ledger?.recordRobotsFetch({ origin, snapshot, body, ...(sha256 === null ? {} : { sha256 }) });
       // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
-      logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
+      logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, sha256, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
       return snapshot;
     },
     clock,
@@ -387,6 +390,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
 
   let adminAddress: AddressInfo | undefined;
   if (config.admin.enabled) {
+    // The page reads the file: what the ledger holds in memory is written first, so it is current.
+    const report = new ReportService({ ledgerPath: ledger === undefined ? undefined : ledgerPathOf(config), beforeRead: () => ledger?.flush(), nowMs: () => clock.nowMs() });
     admin = new AdminServer({
       metrics,
       logger,
@@ -404,6 +409,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       // A load balancer stops sending traffic once the drain begins.
       health: () => (activeDrain.isDraining ? { ok: false, details: { state: 'shutting-down' } } : { ok: true }),
       ...(options.configPath !== undefined ? { reload: reloadFromFile } : {}),
+      report: (pathname, params) => report.answer(pathname, params),
       maxConnections: config.admin.maxConnections,
       onLimit,
     });
@@ -485,6 +491,22 @@ export async function serve(options: ServeOptions): Promise<void> {
     stop: (trigger) => running.shutdown({ trigger }),
     forceStop: (trigger) => running.forceShutdown(trigger),
     abandonInFlight: (error) => running.abandonInFlight(error),
+  });
+}
+
+/**
+ * `robots-proxy report`: writes the compliance report (see `audit/report/report-cli.ts`).
+ * @throws {UsageError} for bad arguments, {@link ConfigError} for a bad config, `LedgerError` for an unreadable ledger.
+ */
+export async function runReport(args: string[], configPathFrom: (given: string | undefined) => string): Promise<number> {
+  const { runReportCommand } = await import('./audit/report/report-cli.js');
+  const { readerFromLogs } = await import('./audit/report/log-import.js');
+  return runReportCommand(args, {
+    ledgerPathFromConfig: (configPath) => ledgerPathOf(loadConfig(configPathFrom(configPath))),
+    readerFromLogs,
+    stderr: (text) => process.stderr.write(text),
+    stdout: (text) => process.stdout.write(text),
+    nowMs: () => Date.now(),
   });
 }
 

@@ -1,6 +1,7 @@
 /**
  * The admin HTTP API: health, Prometheus metrics, `explain`, an origin's
- * robots snapshot, the CA certificate download and the configuration reload.
+ * robots snapshot, the CA certificate download, the configuration reload and
+ * the compliance report.
  * Extension, not in RFC 9309.
  *
  * Security: the admin listener has no authentication. It binds to loopback
@@ -21,6 +22,7 @@ import type { ProxyMetrics } from '../audit/metrics.js';
 import type { RobotsView } from './robots-view.js';
 import type { LimitEvent } from '../audit/limit-events.js';
 import type { ReloadReport } from '../lifecycle/reload.js';
+import type { ReportAnswer } from '../audit/report/report-service.js';
 import { systemClock, type Clock } from '../clock.js';
 
 /** What `/healthz` reports. */
@@ -73,6 +75,11 @@ export interface AdminServerOptions {
   maxConnections?: number;
   /** Told of each connection closed over `maxConnections` (counted and logged as `admin-max-connections`). */
   onLimit?: (event: LimitEvent) => void;
+  /**
+   * Answers `GET /report` and every path below it (the compliance report, see
+   * `audit/report/report-service.ts`). Absent: those paths answer 404.
+   */
+  report?: (pathname: string, params: URLSearchParams) => ReportAnswer;
 }
 
 /** Error codes in admin JSON error bodies (`{"error": code}`); stable, branch on these. */
@@ -122,6 +129,8 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  *   `missing-origin` / `bad-origin`; 404 `not-cached` when robots.txt has not
  *   been fetched for it (it never fetches: `/explain` does);
  * - `GET /ca.pem`: 200 `application/x-pem-file`, or 404 when there is no CA;
+ * - `GET /report`, `/report/data/<table>.json|csv`, `/report/robots-diff.json`: the
+ *   compliance report and its data (answered by `report`);
  * - `POST /reload`: re-reads the configuration file (see {@link AdminServerOptions.reload}):
  *   200 `{"status":"reloaded","applied":[...],"restartRequired":[...]}`; 422 `config-invalid`
  *   with `file`, `key`, `line`, `column` (nothing changed); 503 `shutting-down`; 403
@@ -242,6 +251,11 @@ export class AdminServer {
         this.#serveCa(res);
         return;
       default:
+        if (this.#options.report !== undefined && (url.pathname === '/report' || url.pathname.startsWith('/report/'))) {
+          const answer = this.#options.report(url.pathname, url.searchParams);
+          send(res, answer.status, answer.contentType, answer.body, answer.headers);
+          return;
+        }
         sendError(res, 404, 'not-found', 'no such route');
     }
   }
@@ -388,8 +402,9 @@ function hasCode(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
 }
 
-function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+function send(res: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, {
+    ...headers,
     'Content-Type': contentType,
     'Content-Length': Buffer.byteLength(body),
     'Cache-Control': 'no-store',

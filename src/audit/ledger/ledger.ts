@@ -209,7 +209,8 @@ export class Ledger {
       maxPendingCells: MAX_PENDING_CELLS,
       maxPendingRefusals: MAX_PENDING_REFUSALS,
     });
-    if (this.#open()) this.prune();
+    // A ledger without a prune timer (a report rebuilt from old logs) keeps everything.
+    if (this.#open() && this.#options.pruneIntervalMs > 0) this.prune();
     if (this.#options.flushIntervalMs > 0) {
       this.#flushTimer = setInterval(() => this.#tick(), this.#options.flushIntervalMs);
       this.#flushTimer.unref();

@@ -20,6 +20,8 @@ export interface RobotsFetchRecord {
   snapshot: RobotsSnapshot;
   /** The body bytes that were parsed (at most `robots.maxBytes`), or null when there was none (4xx, unreachable). */
   body: Buffer | null;
+  /** The hex SHA-256 of `body` when the caller has it (or a log line gives it without the body); otherwise computed from `body`. */
+  sha256?: string;
 }
 
 /** A version row as written (see the `robots_versions` table). */
@@ -77,7 +79,7 @@ export function versionRowOf(record: RobotsFetchRecord, maxBodyBytes: number): R
     state: info.state,
     status: info.status ?? null,
     error: info.error ?? null,
-    sha256: contentHashOf(body),
+    sha256: record.sha256 ?? contentHashOf(body),
     bytes: info.bytes,
     truncated: info.truncated ? 1 : 0,
     warnings: JSON.stringify(warnings.slice(0, MAX_STORED_WARNINGS)),

@@ -1,0 +1,101 @@
+/**
+ * What a report is asked for: a time range and optional filters, read from
+ * URL query parameters (`range=1h|24h|7d|30d`, or `from`/`to` as ISO-8601 or
+ * ms since the epoch; `identity`, `token`, `origin`; `limit`) or from the
+ * command line (`--since 7d`). Pure: the current time comes in as `nowMs`.
+ * Extension, not in RFC 9309.
+ */
+import { parseDuration } from '../../config/units.js';
+
+/** The preset ranges of the page. */
+export const RANGE_PRESETS: Readonly<Record<string, number>> = {
+  '1h': 3_600_000,
+  '24h': 86_400_000,
+  '7d': 7 * 86_400_000,
+  '30d': 30 * 86_400_000,
+};
+
+/** Longest range a report may cover, ms (the longest rollup retention). */
+export const MAX_RANGE_MS = 3650 * 86_400_000;
+/** Rows of a drill-down table (refusals, rules, versions) by default, and at most. */
+export const DEFAULT_ROW_LIMIT = 200;
+export const MAX_ROW_LIMIT = 5_000;
+/** Longest filter value accepted, characters. */
+const MAX_FILTER_CHARS = 2048;
+
+/** A validated report query. `toMs` is exclusive. */
+export interface ReportQuery {
+  fromMs: number;
+  toMs: number;
+  /** Exact identity; `''` selects requests without one. Undefined: all. */
+  identity?: string;
+  /** Exact product token (as the ledger keys it). Undefined: all. */
+  token?: string;
+  /** Exact origin `scheme://host[:port]`. Undefined: all. */
+  origin?: string;
+  /** Rows of drill-down tables. */
+  limit: number;
+}
+
+/** The outcome of reading a query: the query, or why it is refused (a 400). */
+export type ReportQueryParse = { ok: true; query: ReportQuery } | { ok: false; message: string };
+
+/** A time as ms since the epoch (digits) or ISO-8601; undefined when it is neither. */
+function parseTime(text: string): number | undefined {
+  if (/^\d{1,15}$/.test(text)) return Number(text);
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * A range written as a preset or a duration (`90m`, `7d`), ms; undefined when it is not one.
+ * Pure; never throws.
+ */
+export function parseRange(text: string): number | undefined {
+  const preset = RANGE_PRESETS[text];
+  if (preset !== undefined) return preset;
+  const parsed = parseDuration(text);
+  return parsed.ok && parsed.value > 0 ? parsed.value : undefined;
+}
+
+/**
+ * Reads a report query from URL query parameters. Defaults: the last 24 h, no filters,
+ * {@link DEFAULT_ROW_LIMIT} rows. Pure; never throws.
+ * @param nowMs the current time, ms since the epoch (the end of a preset range).
+ */
+export function parseReportQuery(params: URLSearchParams, nowMs: number): ReportQueryParse {
+  let fromMs: number;
+  let toMs = nowMs;
+  const from = params.get('from');
+  const to = params.get('to');
+  if (from !== null && from !== '') {
+    const parsedFrom = parseTime(from);
+    if (parsedFrom === undefined) return { ok: false, message: `from must be ISO-8601 or ms since the epoch, got ${JSON.stringify(from.slice(0, 64))}` };
+    fromMs = parsedFrom;
+    if (to !== null && to !== '') {
+      const parsedTo = parseTime(to);
+      if (parsedTo === undefined) return { ok: false, message: `to must be ISO-8601 or ms since the epoch, got ${JSON.stringify(to.slice(0, 64))}` };
+      toMs = parsedTo;
+    }
+  } else {
+    const range = params.get('range') ?? '24h';
+    const rangeMs = parseRange(range);
+    if (rangeMs === undefined) return { ok: false, message: `range must be 1h, 24h, 7d, 30d or a duration such as 90m, got ${JSON.stringify(range.slice(0, 64))}` };
+    fromMs = nowMs - rangeMs;
+  }
+  if (!(toMs > fromMs)) return { ok: false, message: 'the range is empty: to must be after from' };
+  if (toMs - fromMs > MAX_RANGE_MS) return { ok: false, message: 'the range is longer than 3650 days' };
+  const query: ReportQuery = { fromMs, toMs, limit: DEFAULT_ROW_LIMIT };
+  for (const key of ['identity', 'token', 'origin'] as const) {
+    const value = params.get(key);
+    if (value === null || (value === '' && key !== 'identity')) continue;
+    if (value.length > MAX_FILTER_CHARS) return { ok: false, message: `${key} is longer than ${MAX_FILTER_CHARS} characters` };
+    query[key] = value;
+  }
+  const limit = params.get('limit');
+  if (limit !== null && limit !== '') {
+    if (!/^\d{1,6}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_ROW_LIMIT) return { ok: false, message: `limit must be 1..${MAX_ROW_LIMIT}` };
+    query.limit = Number(limit);
+  }
+  return { ok: true, query };
+}

@@ -1,0 +1,134 @@
+/**
+ * `robots-proxy report` as a real child process: a static, self-contained
+ * HTML file from a ledger written by a real proxy (numbers equal the
+ * ledger's), and the same report rebuilt from that proxy's JSON access-log
+ * lines (`--from-logs`), split over two files as a fleet's would be.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startOrigin, type TestOrigin } from '../../helpers/harness.js';
+import { startProxyProcess } from '../../helpers/processes.js';
+import { openReadOnly, sendMany, tempDir, UA } from '../ledger/support.js';
+import { SHOP_ROBOTS_V1 } from './support.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+function runCli(args: string[], stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli.ts'), ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+interface Report {
+  tables: Record<string, { rows: Array<Record<string, unknown>> }>;
+  highlights: Record<string, unknown>;
+}
+
+describe('robots-proxy report', () => {
+  const dir = tempDir();
+  const ledgerPath = join(dir, 'ledger.sqlite');
+  let logLines: string[] = [];
+  let origin: TestOrigin;
+  let unreachable: TestOrigin;
+
+  before(async () => {
+    origin = await startOrigin((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(req.url === '/robots.txt' ? SHOP_ROBOTS_V1 : 'page\n');
+    });
+    unreachable = await startOrigin((req, res) => {
+      res.writeHead(req.url === '/robots.txt' ? 500 : 200);
+      res.end();
+    });
+    const proxy = await startProxyProcess(
+      `listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\nstateDir: $STATE\nlog: { level: info }\nledger: { path: ${JSON.stringify(ledgerPath)} }\n`,
+    );
+    try {
+      await sendMany(proxy.proxyPort, `${origin.url}/a`, UA.gpt, 3);
+      await sendMany(proxy.proxyPort, `${origin.url}/private/b`, UA.gpt, 2);
+      await sendMany(proxy.proxyPort, `${origin.url}/c`, UA.example, 2);
+      await sendMany(proxy.proxyPort, `${unreachable.url}/d`, UA.ccbot, 2);
+      await proxy.waitForAccessLines(9);
+    } finally {
+      await proxy.close();
+    }
+    logLines = proxy.logs.map((l) => JSON.stringify(l));
+  });
+  after(async () => {
+    await origin.close();
+    await unreachable.close();
+  });
+
+  it('writes one self-contained HTML file whose numbers are the ledger\'s', async () => {
+    const out = join(dir, 'report.html');
+    const r = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', out]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /wrote .*report\.html \(9 requests, 4 refused/);
+    const html = readFileSync(out, 'utf8');
+    assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|@import|url\(http/i, 'nothing is loaded from elsewhere');
+    assert.match(html, /uPlot/, 'the chart library is inlined');
+    const data = JSON.parse(/<script id="report-data" type="application\/json">(.*?)<\/script>/s.exec(html)![1]!) as Report;
+    const db = openReadOnly(ledgerPath);
+    try {
+      const sums = db.prepare("SELECT sum(requests) AS n, sum(CASE WHEN verdict = 'deny' THEN requests ELSE 0 END) AS refused FROM rollups").get() as { n: number; refused: number };
+      assert.equal(data.tables['summary']!.rows[0]!['requests'], sums.n);
+      assert.equal(data.tables['summary']!.rows[0]!['refused'], sums.refused);
+    } finally {
+      db.close();
+    }
+    assert.deepEqual((data.highlights['mostRefused'] as { token: string }).token, 'GPTBot');
+  });
+
+  it('rebuilds the same report from the access-log lines, split over two files', async () => {
+    const half = Math.floor(logLines.length / 2);
+    const first = join(dir, 'instance-a.log');
+    const second = join(dir, 'instance-b.log');
+    writeFileSync(first, `${logLines.slice(0, half).join('\n')}\n`);
+    writeFileSync(second, `${logLines.slice(half).join('\n')}\nthis line is not JSON\n`);
+    const fromLogs = await runCli(['report', '--from-logs', first, second, '--since', '1h', '--json']);
+    assert.equal(fromLogs.code, 0, fromLogs.stderr);
+    assert.match(fromLogs.stderr, /read 9 access lines and 2 robots\.txt fetches from 2 file\(s\).*1 unreadable \(first: .*instance-b\.log:\d+\)/);
+    const fromLedger = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json']);
+    assert.equal(fromLedger.code, 0, fromLedger.stderr);
+    const a = JSON.parse(fromLogs.stdout) as Report;
+    const b = JSON.parse(fromLedger.stdout) as Report;
+    const without = (rows: Array<Record<string, unknown>>, ...keys: string[]) => rows.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !keys.includes(k))));
+    for (const name of ['reasons', 'bots', 'bot-rules', 'refusals']) {
+      assert.deepEqual(a.tables[name]!.rows, b.tables[name]!.rows, name);
+    }
+    assert.deepEqual(without(a.tables['summary']!.rows, 'from', 'to'), without(b.tables['summary']!.rows, 'from', 'to'));
+    // The log has no robots.txt bodies and no crawl-delays: everything else about each origin is the same.
+    assert.deepEqual(without(a.tables['origins']!.rows, 'crawlDelays'), without(b.tables['origins']!.rows, 'crawlDelays'));
+    assert.deepEqual(without(a.tables['robots-versions']!.rows, 'id', 'body'), without(b.tables['robots-versions']!.rows, 'id', 'body'));
+  });
+
+  it('reads standard input with "-"', async () => {
+    const r = await runCli(['report', '--from-logs', '-', '--since', '1h', '--json'], `${logLines.join('\n')}\n`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'], 9);
+  });
+
+  it('refuses a bad --since and a missing ledger with a clear message', async () => {
+    const bad = await runCli(['report', '--ledger', ledgerPath, '--since', 'last week']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--since must be 1h, 24h, 7d, 30d/);
+    const missing = await runCli(['report', '--ledger', join(dir, 'nope.sqlite')]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /cannot open the ledger .*nope\.sqlite/);
+  });
+});
