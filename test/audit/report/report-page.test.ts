@@ -1,0 +1,125 @@
+/**
+ * The report page in a real browser: Debian's chromium, driven by
+ * playwright-core (no browser is downloaded), loads /report from a proxy that
+ * served real traffic, and the page shows the ledger's numbers, answers the
+ * three questions, draws its charts, narrows its tables when a filter changes
+ * and shows a robots.txt diff. A screenshot is kept in test-artifacts/.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Database from 'better-sqlite3';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { LedgerReader } from '../../../src/audit/report/ledger-reader.js';
+import { buildReport } from '../../../src/audit/report/report-data.js';
+import { renderReportPage } from '../../../src/audit/report/report-page.js';
+import { openReadOnly, tempDir } from '../ledger/support.js';
+import { startTrafficScenario, type TrafficScenario } from './support.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = fileURLToPath(new URL('../../../test-artifacts/', import.meta.url));
+/** The flags this machine's closed network needs; never a downloaded browser. */
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+/** Pixels of a chart's canvas that are not blank. */
+function paintedPixels(page: Page, selector: string): Promise<number> {
+  return page.$eval(selector, (canvas) => {
+    const c = canvas as HTMLCanvasElement;
+    const pixels = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    let painted = 0;
+    for (let i = 3; i < pixels.length; i += 4) if (pixels[i]! > 0) painted++;
+    return painted;
+  });
+}
+
+describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)` }, () => {
+  let s: TrafficScenario;
+  let browser: Browser;
+  let page: Page;
+  let db: Database.Database;
+  const errors: string[] = [];
+
+  before(async () => {
+    s = await startTrafficScenario();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page.on('pageerror', (error) => errors.push(String(error)));
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    await page.goto(`${s.proxy.adminUrl}/report?range=1h`);
+    await page.waitForSelector('#summary [data-key="requests"]');
+    db = openReadOnly(s.ledgerPath);
+  });
+  after(async () => {
+    db?.close();
+    await browser?.close();
+    await s?.close();
+  });
+
+  it('shows the numbers the ledger holds', async () => {
+    const ledger = db.prepare("SELECT sum(requests) AS requests, sum(CASE WHEN verdict = 'deny' THEN requests ELSE 0 END) AS refused, sum(CASE WHEN reason = 'rule-disallow' THEN requests ELSE 0 END) AS byRule FROM rollups").get() as Record<string, number>;
+    const shown = async (key: string): Promise<string> => (await page.textContent(`#summary [data-key="${key}"] .value`)) ?? '';
+    assert.equal(await shown('requests'), String(ledger['requests']));
+    assert.equal(await shown('refused'), String(ledger['refused']));
+    assert.equal(await shown('refusedByRule'), String(ledger['byRule']));
+    const botRows = await page.$$eval('table[data-table="bots"] tbody tr', (rows) => rows.map((r) => [r.querySelector('[data-key="token"]')!.textContent, Number(r.querySelector('[data-key="requests"]')!.textContent)]));
+    const fromLedger = db.prepare('SELECT token, sum(requests) AS n FROM rollups GROUP BY token ORDER BY n DESC').all() as Array<{ token: string; n: number }>;
+    assert.deepEqual(botRows, fromLedger.map((r) => [r.token, r.n]));
+  });
+
+  it('answers which bot was refused most and by which line, which robots.txt changed or failed, which bot waited longest', async () => {
+    const refused = (await page.textContent('#answer-refused .answer')) ?? '';
+    assert.match(refused, new RegExp(`^GPTBot: 6 refusals, most by ${s.shop.url.replace(/[.]/g, '\\.')}/robots\\.txt line 2 \\(disallow /private/, 4 times\\)`));
+    const robots = (await page.textContent('#answer-robots .answer')) ?? '';
+    assert.ok(robots.includes(`${s.shop.url}: 1 change`), robots);
+    assert.ok(robots.includes(`${s.down.url}: 1 failed fetch (now unreachable 503)`), robots);
+    assert.match((await page.textContent('#answer-wait .answer')) ?? '', /^GPTBot: p95 \d+ ms, max \d+ ms over \d+ paced requests$/);
+  });
+
+  it('draws the charts', async () => {
+    assert.equal(await page.locator('#chart-outcomes canvas').count(), 1);
+    assert.equal(await page.locator('#chart-wait canvas').count(), 1);
+    assert.ok((await paintedPixels(page, '#chart-outcomes canvas')) > 500, 'the outcome chart has lines and axes on it');
+    assert.ok((await paintedPixels(page, '#chart-wait canvas')) > 500, 'the wait chart has lines and axes on it');
+  });
+
+  it('shows the diff of a changed robots.txt', async () => {
+    await page.click('table[data-table="robots-versions"] [data-diff]');
+    await page.waitForFunction(() => document.getElementById('diff')!.textContent!.includes('@@'));
+    assert.match((await page.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m);
+  });
+
+  it('narrows the tables when a filter changes, and keeps the filter in the export links', async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'report-page.png'), fullPage: true });
+    await page.selectOption('#filter-token', 'CCBot');
+    await page.waitForFunction(() => document.querySelectorAll('table[data-table="bots"] tbody tr').length === 1);
+    const tokens = await page.$$eval('table[data-table="bots"] [data-key="token"]', (cells) => cells.map((c) => c.textContent));
+    assert.deepEqual(tokens, ['CCBot']);
+    const ccbot = (db.prepare("SELECT sum(requests) AS n FROM rollups WHERE token = 'CCBot'").get() as { n: number }).n;
+    assert.equal(await page.textContent('#summary [data-key="requests"] .value'), String(ccbot));
+    assert.match((await page.getAttribute('#section-bots a[data-export="csv"]', 'href')) ?? '', /^\/report\/data\/bots\.csv\?range=1h&token=CCBot$/);
+    assert.match(page.url(), /token=CCBot/, 'the address keeps the filter');
+    assert.deepEqual(errors, [], 'no error in the page');
+  });
+
+  it('renders the static file the CLI writes, without any request', async () => {
+    const reader = LedgerReader.open(s.ledgerPath);
+    const nowMs = Date.now();
+    const html = renderReportPage(buildReport(reader, { fromMs: nowMs - 3_600_000, toMs: nowMs, limit: 200 }, nowMs), 'static');
+    reader.close();
+    const file = join(tempDir(), 'report.html');
+    writeFileSync(file, html);
+    const requests: string[] = [];
+    const staticPage = await browser.newPage();
+    staticPage.on('request', (r) => requests.push(r.url()));
+    await staticPage.goto(`file://${file}`);
+    await staticPage.waitForSelector('#summary [data-key="requests"]');
+    assert.equal(await staticPage.textContent('#summary [data-key="requests"] .value'), '16');
+    assert.deepEqual(requests, [`file://${file}`], 'only the file itself is loaded');
+    await staticPage.close();
+  });
+});
