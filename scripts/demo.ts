@@ -8,7 +8,11 @@
  * robots.txt answers 503 and one whose robots.txt answers 404, in a child
  * process so their timestamps are not skewed by the load here; starts the
  * proxy in this process (log to a file in a temp dir); drives a concurrent
- * crawl with real bot User-Agents through it; prints a table per origin.
+ * crawl with real bot User-Agents through it; prints a table per origin, and
+ * writes the compliance report of the crawl (report.html, from the ledger)
+ * next to the proxy log. `npm run demo -- --keep` keeps the proxy running
+ * afterwards and prints the address of its live report (/report on the admin
+ * listener) until Ctrl-C.
  *
  * Robust by construction, not by timing: the requests with a Crawl-delay are
  * planned offline to fit a budget per origin, `pacing.maxWait` is far above
@@ -19,7 +23,7 @@
  * offline engine's.
  */
 import http from 'node:http';
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig } from '../src/config/index.js';
@@ -28,6 +32,9 @@ import { createLogger } from '../src/audit/index.js';
 import { BOTS, SITES, planSite, type PlannedRequest, type PlannedSite } from './demo/crawl-plan.js';
 import { parseDecisionHeader, renderFooter, renderTable, type CrawlResult, type SiteOutcome } from './demo/report-table.js';
 import { startOriginFleet } from './demo/origin-fleet.js';
+import { LedgerReader } from '../src/audit/report/ledger-reader.js';
+import { buildReport } from '../src/audit/report/report-data.js';
+import { renderReportPage } from '../src/audit/report/report-page.js';
 import { ROBOTS_FIXTURES_DIR } from '../test/robots/corpus-checks.js';
 
 /** Client connections to the proxy (keep-alive sockets). */
@@ -122,6 +129,17 @@ function indent(text: string): string {
     .join('\n');
 }
 
+/** Writes the static report of the whole ledger (the crawl just made) to `out`. */
+function writeStaticReport(ledgerPath: string, out: string): void {
+  const reader = LedgerReader.open(ledgerPath);
+  try {
+    const nowMs = Date.now();
+    writeFileSync(out, renderReportPage(buildReport(reader, { fromMs: nowMs - 3_600_000, toMs: nowMs, limit: 200 }, nowMs), 'static'));
+  } finally {
+    reader.close();
+  }
+}
+
 async function main(): Promise<number> {
   const missing = SITES.filter((s) => s.file !== undefined && !existsSync(join(corpusDir, s.file)));
   if (missing.length > 0) {
@@ -132,12 +150,16 @@ async function main(): Promise<number> {
   const plans = SITES.map((spec) => planSite(spec, corpusDir, DELAY_BUDGET_SECONDS));
   const workDir = mkdtempSync(join(tmpdir(), 'robots-proxy-demo-'));
   const logPath = join(workDir, 'proxy.log');
+  const ledgerPath = join(workDir, 'ledger.sqlite');
+  const reportPath = join(workDir, 'report.html');
+  const isKept = process.argv.includes('--keep');
   const logTap = createLogTap(logPath);
   const logger = createLogger({ level: 'info', destination: logTap.destination });
   const config = validateConfig({
     listen: { host: '127.0.0.1', port: 0 },
-    admin: { enabled: false },
+    admin: { host: '127.0.0.1', port: 0 },
     upstream: { allowPrivateNetworks: true },
+    ledger: { path: ledgerPath },
     // Far above the planned per-origin delay budget: no request is refused for waiting.
     pacing: { maxWait: '60s' },
     // The 5xx origin's robots.txt is fetched once, however long a loaded machine makes the run.
@@ -170,6 +192,10 @@ async function main(): Promise<number> {
       const sent = logTap.sent.filter((s) => s.url.startsWith(prefix)).map((s) => ({ path: s.url.slice(prefix.length - 1), userAgent: s.userAgent, atMs: s.atMs }));
       return { site, results: crawls[i]!.results, hits: hits[i] ?? [], sent };
     });
+    if (isKept) {
+      console.log(`\nThe proxy keeps running: open http://127.0.0.1:${proxy.adminAddress!.port}/report (Ctrl-C to stop).`);
+      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+    }
   } finally {
     agent.destroy();
     await proxy?.close();
@@ -177,6 +203,7 @@ async function main(): Promise<number> {
     logTap.close();
   }
   rmSync(join(workDir, 'state'), { recursive: true, force: true });
+  writeStaticReport(ledgerPath, reportPath);
 
   const userAgentToBot = new Map(BOTS.map((b) => [b.userAgent, b.name]));
   const { lines, leaks, mismatches } = renderTable(outcomes, userAgentToBot);
@@ -190,6 +217,7 @@ async function main(): Promise<number> {
   const example = crawls.find((c) => c.firstRefusal !== undefined)?.firstRefusal;
   if (example) console.log(`\nThe first refusal, as the bot received it (${example.title}):\n${indent(example.body)}`);
   console.log(`\nProxy log (one JSON line per request): ${logPath}`);
+  console.log(`Compliance report of this crawl (from the ledger ${ledgerPath}): ${reportPath}`);
   if (leaks > 0 || mismatches > 0) {
     console.error('demo: FAILED: the proxy let a refused request through or decided differently from the engine (see above)');
     return 1;
