@@ -58,6 +58,8 @@ RUN groupadd --gid 10001 robots-proxy \
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The report page's own script and style, inlined into /report (read beside dist/).
+COPY assets ./assets
 COPY config ./config
 COPY config/docker.yaml /etc/robots-proxy/config.yaml
 USER robots-proxy

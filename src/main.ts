@@ -84,7 +84,7 @@ export interface RunningProxy {
   shutdown(options: { trigger: string; drainTimeoutMs?: number }): Promise<DrainReport>;
   /** Cuts a shutdown under way short (a second SIGTERM/SIGINT). */
   forceShutdown(trigger: string): void;
-  /** Writes the access line of every request in flight with `error` (before a fatal exit). */
+  /** Writes the access line of every request in flight with `error`, and the ledger's pending aggregates (before a fatal exit). */
   abandonInFlight(error: string): void;
   /** The compliance ledger, or undefined when `ledger.enabled` is false. */
   ledger: Ledger | undefined;
@@ -454,7 +454,11 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     reloadFromFile,
     shutdown: ({ trigger, drainTimeoutMs }) => activeDrain.run({ trigger, drainTimeoutMs: drainTimeoutMs ?? current.shutdown.drainTimeoutMs }),
     forceShutdown: (trigger) => activeDrain.force(trigger),
-    abandonInFlight: (error) => void pipeline.abandonInFlight(error),
+    abandonInFlight: (error) => {
+      pipeline.abandonInFlight(error);
+      // A fatal exit follows: what the ledger holds in memory is written now.
+      ledger?.flush();
+    },
     async close() {
       await activeDrain.run({ trigger: 'close', drainTimeoutMs: 1000 });
     },

@@ -210,10 +210,10 @@ export function addToCell(cell: RollupCell, entry: AccessEntry): void {
 /** The refusal record of a denied request. */
 export function refusalOf(entry: AccessEntry, identity: string, token: string): RefusalRecord {
   const d = entry.decision;
-  const requestId = (entry as { requestId?: unknown }).requestId;
   return {
     atMs: entry.startedAtMs,
-    requestId: typeof requestId === 'string' ? capped(requestId, LEDGER_LIMITS.requestIdChars) : null,
+    // Absent only in entries rebuilt from log lines written before request ids existed.
+    requestId: typeof entry.requestId === 'string' ? capped(entry.requestId, LEDGER_LIMITS.requestIdChars) : null,
     identity,
     token,
     origin: capped(d.origin, LEDGER_LIMITS.originChars),

@@ -6,7 +6,8 @@
  */
 import Database, { type Database as Db } from 'better-sqlite3';
 import { LedgerError } from '../../errors.js';
-import { MINUTE_MS, WAIT_BUCKET_BOUNDS_MS } from '../ledger/rollup.js';
+import { MINUTE_MS, WAIT_BUCKET_BOUNDS_MS, type RefusalRecord } from '../ledger/rollup.js';
+import type { DecisionReason } from '../../policy/decision.js';
 import { schemaVersionOf, WAIT_COLUMNS } from '../ledger/schema.js';
 import type { ReportQuery } from './report-query.js';
 
@@ -63,22 +64,8 @@ export interface RobotsVersion {
   hasPrevious: boolean;
 }
 
-/** One refusal row. */
-export interface RefusalRow {
-  atMs: number;
-  requestId: string | null;
-  identity: string;
-  token: string;
-  origin: string;
-  url: string;
-  reason: string;
-  status: number;
-  robotsUrl: string | null;
-  group: string | null;
-  ruleKind: string | null;
-  rulePattern: string | null;
-  ruleLine: number | null;
-}
+/** One refusal row, as the ledger wrote it. */
+export type RefusalRow = RefusalRecord;
 
 /** A rule and how many refusals it caused. */
 export interface RuleCount {
@@ -350,7 +337,7 @@ export class LedgerReader {
       token: String(r['token']),
       origin: String(r['origin']),
       url: String(r['url']),
-      reason: String(r['reason']),
+      reason: String(r['reason']) as DecisionReason,
       status: num(r['status']),
       robotsUrl: (r['robots_url'] as string | null) ?? null,
       group: (r['group_name'] as string | null) ?? null,

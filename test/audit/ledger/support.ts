@@ -43,3 +43,13 @@ export async function sendMany(proxyPort: number, url: string, userAgent: string
   for (let i = 0; i < count; i++) statuses.push((await proxyGet(proxyPort, url, { headers: { 'user-agent': userAgent } })).status);
   return statuses;
 }
+
+/** Requests summed over every rollup of a ledger file (read with a second, read-only connection). */
+export function totalRequests(path: string): number {
+  const db = openReadOnly(path);
+  try {
+    return (db.prepare('SELECT sum(requests) AS n FROM rollups').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}

@@ -6,33 +6,15 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runCli as runCliProcess } from '../../helpers/cli.js';
 import { startOrigin, type TestOrigin } from '../../helpers/harness.js';
 import { startProxyProcess } from '../../helpers/processes.js';
 import { openReadOnly, sendMany, tempDir, UA } from '../ledger/support.js';
 import { SHOP_ROBOTS_V1 } from './support.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-
-function runCli(args: string[], stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli.ts'), ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(stdin ?? '');
-  });
-}
+const runCli = (args: string[], stdin?: string) => runCliProcess(args, stdin === undefined ? {} : { stdin });
 
 interface Report {
   tables: Record<string, { rows: Array<Record<string, unknown>> }>;

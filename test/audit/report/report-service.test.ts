@@ -70,7 +70,7 @@ describe('report endpoints on the admin listener', () => {
     assert.equal(gpt['refusedByRule'], 6);
     assert.equal(gpt['topRule'], `${s.shop.url}/robots.txt line 2: disallow /private/`);
     assert.equal(gpt['topRuleRefusals'], 4);
-    assert.equal(gpt['allowedPerMin'], 1200, 'a 0.05 s crawl-delay allows 1200 requests a minute');
+    assert.equal(gpt['allowedPerMin'], 200, 'a 0.3 s crawl-delay allows 200 requests a minute');
     assert.ok((gpt['paced'] as number) >= 3);
     const cc = rows[1]!;
     assert.equal(cc['operator'], 'commoncrawl.org');
@@ -95,8 +95,8 @@ describe('report endpoints on the admin listener', () => {
     const shop = origins.get(s.shop.url)!;
     assert.equal(shop['robotsState'], 'ok');
     assert.equal(shop['robotsChanges'], 1, 'the shop changed its robots.txt once');
-    assert.equal(shop['crawlDelays'], 'gptbot: 0.05s');
-    assert.equal(shop['delayMaxMs'], 50);
+    assert.equal(shop['crawlDelays'], 'gptbot: 0.3s');
+    assert.equal(shop['delayMaxMs'], 300);
     const down = origins.get(s.down.url)!;
     assert.equal(down['robotsState'], 'unreachable');
     assert.equal(down['robotsStatus'], 503);
@@ -107,7 +107,7 @@ describe('report endpoints on the admin listener', () => {
     assert.ok(changed, 'the shop has a changed version');
     const diff = (await (await fetch(`${s.proxy.adminUrl}/report/robots-diff.json?id=${changed['id']}`)).json()) as { diff: string; body: string };
     assert.match(diff.diff, /^\+Disallow: \/cart\/$/m);
-    assert.equal(diff.body, 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.05\n\nUser-agent: *\nAllow: /\n');
+    assert.equal(diff.body, 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\n');
   });
 
   it('a filter narrows every table', async () => {

@@ -9,8 +9,8 @@ import { startOrigin, startTestProxy, type TestOrigin } from '../../helpers/harn
 import type { RunningProxy } from '../../../src/main.js';
 import { sendMany, tempDir, UA } from '../ledger/support.js';
 
-export const SHOP_ROBOTS_V1 = 'User-agent: GPTBot\nDisallow: /private/\nCrawl-delay: 0.05\n\nUser-agent: *\nAllow: /\n';
-export const SHOP_ROBOTS_V2 = 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.05\n\nUser-agent: *\nAllow: /\n';
+export const SHOP_ROBOTS_V1 = 'User-agent: GPTBot\nDisallow: /private/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\n';
+export const SHOP_ROBOTS_V2 = 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\n';
 
 /** The proxy, its origins, and where its ledger is. */
 export interface TrafficScenario {
