@@ -23,10 +23,27 @@ const ARTIFACTS = fileURLToPath(new URL('../../../test-artifacts/', import.meta.
 /** The flags this machine's closed network needs; never a downloaded browser. */
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
+/**
+ * The few DOM shapes the callbacks below use. They run in the browser; the
+ * project's TypeScript program has no DOM library (it would clash with Node's
+ * own `crypto` types), so they are declared here.
+ */
+interface BrowserCanvas {
+  width: number;
+  height: number;
+  getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
+}
+interface BrowserDocument {
+  getElementById(id: string): { textContent: string | null } | null;
+  querySelectorAll(selector: string): { length: number };
+}
+/** What `globalThis` holds in the browser (callbacks are sent there as source: no helper functions, only casts). */
+type BrowserGlobal = { document: BrowserDocument };
+
 /** Pixels of a chart's canvas that are not blank. */
 function paintedPixels(page: Page, selector: string): Promise<number> {
   return page.$eval(selector, (canvas) => {
-    const c = canvas as HTMLCanvasElement;
+    const c = canvas as unknown as BrowserCanvas;
     const pixels = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
     let painted = 0;
     for (let i = 3; i < pixels.length; i += 4) if (pixels[i]! > 0) painted++;
@@ -88,7 +105,7 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
 
   it('shows the diff of a changed robots.txt', async () => {
     await page.click('table[data-table="robots-versions"] [data-diff]');
-    await page.waitForFunction(() => document.getElementById('diff')!.textContent!.includes('@@'));
+    await page.waitForFunction(() => (globalThis as unknown as BrowserGlobal).document.getElementById('diff')!.textContent!.includes('@@'));
     assert.match((await page.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m);
   });
 
@@ -96,7 +113,7 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'report-page.png'), fullPage: true });
     await page.selectOption('#filter-token', 'CCBot');
-    await page.waitForFunction(() => document.querySelectorAll('table[data-table="bots"] tbody tr').length === 1);
+    await page.waitForFunction(() => (globalThis as unknown as BrowserGlobal).document.querySelectorAll('table[data-table="bots"] tbody tr').length === 1);
     const tokens = await page.$$eval('table[data-table="bots"] [data-key="token"]', (cells) => cells.map((c) => c.textContent));
     assert.deepEqual(tokens, ['CCBot']);
     const ccbot = (db.prepare("SELECT sum(requests) AS n FROM rollups WHERE token = 'CCBot'").get() as { n: number }).n;
