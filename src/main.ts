@@ -111,6 +111,7 @@ function pacingOptionsOf(config: Config): PacingOptions {
     maxConcurrency: config.pacing.maxConcurrency,
     maxWaitMs: config.pacing.maxWaitMs,
     maxQueue: config.pacing.maxQueue,
+    maxQueuePerIdentity: config.pacing.maxQueuePerIdentity,
     windowMs: config.pacing.windowMs,
     retryAfterCapMs: config.pacing.maxRetryAfterMs,
     backoffBaseMs: config.pacing.backoffMs,

@@ -3,7 +3,8 @@
  * (DESIGN.md "Pacing semantics"). What other folders need, nothing more.
  */
 export { Pacer } from './pacer.js';
+export { CancelSignal } from './cancel-signal.js';
 export type { PacingModel, PacingOptions } from './pacing-options.js';
-export type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, RequestLimits, Slot } from './types.js';
+export type { AbortSignalLike, AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, RequestLimits, Slot } from './types.js';
 export { parseRetryAfter } from './retry-after.js';
 export { crawlDelayMsOf } from './crawl-delay.js';

@@ -3,55 +3,31 @@
  * origin sees a polite crawler however many connections a bot opens
  * (DESIGN.md "Pacing semantics"; crawl-delay is an extension, RFC 9309 §2.2.4).
  * Timers only through the injected {@link Clock}; no network.
+ *
+ * Waiting is meant to be nearly free (issue 11): a waiting request is one
+ * record in its origin's {@link FairQueue} (O(1) in and out, an abort too),
+ * its promise and its abort listener; the record is the listener, so nothing
+ * is allocated per wake-up. An origin has at most one timer (the next start it
+ * waits for, or when its state may be dropped), kept when a new waiter needs
+ * no earlier wake-up; the slot hold bound is one timer per pacer (`hold-list.ts`).
  */
 import type { Clock } from '../clock.js';
-import {
-  createOriginTiming,
-  earliestStartMs,
-  recordEnd,
-  recordStart,
-  timingEndMs,
-  type OriginTiming,
-} from './origin-timing.js';
+import { createOriginTiming, earliestStartMs, recordEnd, recordStart, timingEndMs, type OriginTiming } from './origin-timing.js';
 import { checkRequestLimits, resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from './pacing-options.js';
 import { applyRelease, createOverloadState, overloadHoldUntilMs, type OverloadState } from './overload.js';
-import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, RequestLimits, Slot } from './types.js';
+import { FairQueue } from './fair-queue.js';
+import { HoldList } from './hold-list.js';
+import { GrantedSlot, Waiter, type OriginState, type SlotHost } from './pacer-records.js';
+import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, Slot } from './types.js';
 
-interface Waiter {
-  /** This request's delay, ms; recomputed by `reconfigure` through `limits`. */
-  delayMs: number;
-  /** The caller's per-origin override, or undefined: the pacer's `maxConcurrency` applies. */
-  maxConcurrencyOverride: number | undefined;
-  /** The override, else the pacer's `maxConcurrency` (kept in step by `reconfigure`). */
-  maxConcurrency: number;
-  readonly limits: (() => RequestLimits) | undefined;
-  readonly enqueuedAtMs: number;
-  readonly signal: AbortSignal | undefined;
-  readonly onHoldExceeded: ((heldMs: number) => void) | undefined;
-  readonly resolve: (outcome: AcquireOutcome) => void;
-  onAbort: (() => void) | undefined;
+/** The resolve function of the promise being built (see {@link capture}); avoids a closure per waiter. */
+let capturedResolve: (outcome: AcquireOutcome) => void = () => undefined;
+function capture(resolve: (outcome: AcquireOutcome) => void): void {
+  capturedResolve = resolve;
 }
 
-interface OriginState {
-  readonly origin: string;
-  readonly timing: OriginTiming;
-  readonly overload: OverloadState;
-  /** Waiting requests, FIFO. */
-  readonly queue: Waiter[];
-  /** Sum of the delays of `queue`, ms (for the wait estimate). */
-  queuedDelayMs: number;
-  inFlight: number;
-  /** In-flight requests that started with a delay > 0; such a request runs alone. */
-  inFlightDelayed: number;
-  /** Largest delay of any request started or queued here, ms: how long timing must be remembered. */
-  maxDelaySeenMs: number;
-  /** Largest `maxConcurrency` asked for here: the cap at which overload recovery is complete. */
-  maxConcurrencySeen: number;
-  /** Starts so far; a slot's sequence number tells which overload episode it belongs to. */
-  startSeq: number;
-  timer: unknown;
-  hasTimer: boolean;
-}
+const CLOSED: AcquireOutcome = Object.freeze({ granted: false, refusal: Object.freeze({ reason: 'closed' }) }) as AcquireOutcome;
+const ABORTED: AcquireOutcome = Object.freeze({ granted: false, refusal: Object.freeze({ reason: 'aborted' }) }) as AcquireOutcome;
 
 /**
  * Dispatch latency, ms, that {@link Slot.markSent} ignores. A gap the origin sees is
@@ -62,10 +38,14 @@ export const SEND_LATENCY_TOLERANCE_MS = 1;
 /**
  * Per-origin request pacing with a lifecycle: create one per proxy, `close()` on shutdown.
  *
- * - Queues are per origin and FIFO: a request never starts before an earlier one to its origin.
+ * - Queues are per origin. Within an origin, identities (clients, as the caller names them)
+ *   take turns round-robin, and each identity's requests start in arrival order (see
+ *   `fair-queue.ts`): a request never starts before an earlier one of its identity to its
+ *   origin, and a light client waits for about one start per other waiting identity.
  * - A request with a delay > 0 runs alone: it starts when nothing is in flight to its origin and
  *   its own delay has passed by the model's measure, and nothing else starts until it is released.
  * - A request with delay 0 starts when at most `maxConcurrency - 1` others (all undelayed) are in flight.
+ * - The request whose turn it is blocks the ones after it (whoever they are): no one overtakes it.
  * - An upstream 429/503 (reported through {@link Slot.release}) pauses the origin; see `overload.ts`.
  * - A slot held for `maxSlotHoldMs` is released by the pacer (its holder is told): no holder, slow
  *   or stalled, keeps an origin's queue waiting longer. Spacing still counts from its start.
@@ -73,15 +53,28 @@ export const SEND_LATENCY_TOLERANCE_MS = 1;
  *   `idleRetentionMs` and the largest delay seen there have passed since its last start or end,
  *   and so has its overload recovery memory (see `idleRetentionMs` for the one inexact case).
  *
- * Known limits: the wait estimate cannot know response times, so it is a lower bound (`maxQueue`
- * bounds the rest). Time is `clock.nowMs()`; a wall clock stepped forward shortens one gap.
+ * Known limits: the wait estimate (`maxWaitMs`, `Retry-After`) counts the requests that will
+ * start before this one in round-robin order, each with its own delay, from the queue as it is
+ * now; it cannot know response times, aborts ahead, or identities that start waiting later (a
+ * new identity takes a turn in every later round), so in the start-to-start and end-to-start
+ * models it is a lower bound; in the `window` model, which lets a window's starts come in a
+ * burst, it is the average rate's wait and can exceed the actual one. `maxQueue` and
+ * `maxQueuePerIdentity` bound the rest. Time is `clock.nowMs()`; a wall clock stepped forward
+ * shortens one gap.
  */
 export class Pacer {
-  #options: ResolvedPacingOptions;
   readonly #clock: Clock;
   readonly #origins = new Map<string, OriginState>();
-  /** Hold timers of granted slots (`maxSlotHoldMs`), cleared on release and on close. */
-  readonly #holdTimers = new Set<unknown>();
+  #options: ResolvedPacingOptions;
+  /** Granted slots held under `maxSlotHoldMs`, or undefined when there is no bound. */
+  #holds: HoldList<GrantedSlot> | undefined;
+  /** Hold lists of earlier `maxSlotHoldMs` values (before a reconfiguration) still holding slots. */
+  readonly #retiredHolds = new Set<HoldList<GrantedSlot>>();
+  readonly #slotHost: SlotHost = {
+    release: (slot, outcome) => this.#release(slot, outcome),
+    markSent: (slot) => this.#markSent(slot),
+  };
+  readonly #onAbort = (waiter: Waiter): void => this.#abandon(waiter);
   #isClosed = false;
 
   /**
@@ -92,74 +85,52 @@ export class Pacer {
   constructor(options: PacingOptions, clock: Clock) {
     this.#options = resolvePacingOptions(options);
     this.#clock = clock;
+    this.#holds = this.#holdListFor(this.#options.maxSlotHoldMs);
   }
 
   /**
    * Waits for a start slot at `origin`. Resolves at once with a refusal when the request would
-   * have to wait and the queue already holds `maxQueue` requests, or its expected wait exceeds
-   * `maxWaitMs` (`reason: 'queue-full'`, with `retryAfterSeconds`); when `signal` aborts while it
-   * waits (`aborted`: it leaves the queue and never gets a slot); or when the pacer is closed
+   * have to wait and the origin already holds `maxQueue` waiting requests, or `options.identity`
+   * already holds `maxQueuePerIdentity` of them, or its expected wait exceeds `maxWaitMs`
+   * (`reason: 'queue-full'`, with `retryAfterSeconds`); when `signal` aborts while it waits
+   * (`aborted`: it leaves the queue and never gets a slot); or when the pacer is closed
    * (`closed`). Never rejects for these. A granted slot must be released exactly once.
    *
    * @param origin `scheme://host[:port]`, already normalised; the queue key.
    * @param delayMs this request's delay, ms: the crawl-delay of the group that applied to its
    *   agent, raised to any operator minimum for the origin (the caller computes it). 0: no spacing.
-   * @param options see {@link AcquireOptions} (abort signal, concurrency override, hold callback, limits).
+   * @param options see {@link AcquireOptions}: the identity (whose turn it waits for), abort
+   *   signal, concurrency override, hold callback.
    * @returns a promise of the outcome; it rejects with RangeError when `delayMs` is not a finite
    *   number >= 0 or `maxConcurrency` is not an integer >= 1.
    */
-  acquire(origin: string, delayMs: number, options: AcquireOptions = {}): Promise<AcquireOutcome> {
+  acquire(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome> {
     try {
       checkRequestLimits(delayMs, options.maxConcurrency);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.#isClosed) return Promise.resolve({ granted: false, refusal: { reason: 'closed' } });
-    if (options.signal?.aborted) return Promise.resolve({ granted: false, refusal: { reason: 'aborted' } });
+    if (this.#isClosed) return Promise.resolve(CLOSED);
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.resolve(ABORTED);
     const maxConcurrency = options.maxConcurrency ?? this.#options.maxConcurrency;
     const state = this.#stateFor(origin);
     const nowMs = this.#clock.nowMs();
-    if (state.queue.length === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
+    const queue = state.queue;
+    if (queue.size === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
       this.#remember(state, delayMs, maxConcurrency);
       return Promise.resolve({ granted: true, slot: this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded) });
     }
-    const expectedWaitMs = this.#expectedWaitMs(state, delayMs, nowMs);
-    const isQueueFull = state.queue.length >= this.#options.maxQueue;
     // Only an origin with state can refuse: a fresh one always starts at once above.
-    if (isQueueFull || expectedWaitMs > this.#options.maxWaitMs) {
-      return Promise.resolve({
-        granted: false,
-        refusal: {
-          reason: 'queue-full',
-          limit: isQueueFull ? 'max-queue' : 'max-wait',
-          retryAfterSeconds: Math.max(1, Math.ceil(expectedWaitMs / 1000)),
-          queueLength: state.queue.length,
-          delayMs,
-          expectedWaitMs,
-        },
-      });
-    }
-    return new Promise<AcquireOutcome>((resolve) => {
-      const waiter: Waiter = {
-        delayMs,
-        maxConcurrencyOverride: options.maxConcurrency,
-        maxConcurrency,
-        limits: options.limits,
-        enqueuedAtMs: nowMs,
-        signal: options.signal,
-        onHoldExceeded: options.onHoldExceeded,
-        resolve,
-        onAbort: undefined,
-      };
-      if (waiter.signal) {
-        waiter.onAbort = () => this.#abandon(state, waiter);
-        waiter.signal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
-      state.queue.push(waiter);
-      state.queuedDelayMs += delayMs;
-      this.#remember(state, delayMs, maxConcurrency);
-      this.#pump(state);
-    });
+    const refusal = this.#refusalFor(state, options.identity, delayMs, nowMs);
+    if (refusal) return Promise.resolve({ granted: false, refusal });
+    const promise = new Promise<AcquireOutcome>(capture);
+    const waiter = new Waiter(capturedResolve, state, delayMs, options.maxConcurrency, maxConcurrency, options.limits, nowMs, signal, options.onHoldExceeded, this.#onAbort);
+    signal?.addEventListener('abort', waiter);
+    queue.push(options.identity, waiter);
+    this.#remember(state, delayMs, maxConcurrency);
+    this.#pump(state);
+    return promise;
   }
 
   /** Queue and in-flight figures of one origin, or undefined when the pacer holds no state for it. */
@@ -183,25 +154,38 @@ export class Pacer {
 
   /**
    * Swaps in new options (a configuration reload) without losing anything: every queue keeps its
-   * waiters in order, every origin its timing, pause and overload state. Each waiter's delay and
-   * concurrency are recomputed through the `limits` it was queued with, then every origin is
-   * re-examined, so a raised `maxConcurrency` or a lowered delay starts requests now and a raised
-   * delay holds them. A smaller `maxQueue` or `maxWaitMs` refuses only later arrivals. When the
-   * model becomes `window`, an origin's latest start counts as its one remembered start, so the
-   * switch cannot open a burst. Does nothing after `close()`.
+   * waiters in their order and turns, every origin its timing, pause and overload state. Each
+   * waiter's delay and concurrency are recomputed through the `limits` it was queued with, then
+   * every origin is re-examined, so a raised `maxConcurrency` or a lowered delay starts requests
+   * now and a raised delay holds them. A smaller `maxQueue`, `maxQueuePerIdentity` or `maxWaitMs`
+   * refuses only later arrivals; a new `maxSlotHoldMs` bounds the slots granted from now on. When
+   * the model becomes `window`, an origin's latest start counts as its one remembered start, so
+   * the switch cannot open a burst. Does nothing after `close()`.
    * @throws RangeError when an option is out of bounds (the running options are kept).
    */
   reconfigure(options: PacingOptions): void {
     const resolved = resolvePacingOptions(options);
     if (this.#isClosed) return;
     const toWindow = resolved.model === 'window' && this.#options.model !== 'window';
+    const isNewHoldBound = resolved.maxSlotHoldMs !== this.#options.maxSlotHoldMs;
     this.#options = resolved;
+    if (isNewHoldBound) {
+      // Slots granted so far keep the bound they were granted under; their list expires them.
+      if (this.#holds && !this.#holds.isEmpty) this.#retiredHolds.add(this.#holds);
+      else this.#holds?.clear();
+      this.#holds = this.#holdListFor(resolved.maxSlotHoldMs);
+    }
+    for (const retired of this.#retiredHolds) {
+      if (!retired.isEmpty) continue;
+      retired.clear();
+      this.#retiredHolds.delete(retired);
+    }
     for (const state of this.#origins.values()) {
       if (toWindow && state.timing.recentStartsMs.length === 0 && state.timing.lastStartMs !== undefined) {
         state.timing.recentStartsMs.push(state.timing.lastStartMs);
       }
-      for (const waiter of state.queue) this.#relimit(state, waiter);
-      state.queuedDelayMs = state.queue.reduce((sum, w) => sum + w.delayMs, 0);
+      state.queue.forEach((waiter) => this.#relimit(state, waiter));
+      state.queue.recountDelays();
     }
     for (const state of [...this.#origins.values()]) this.#pump(state);
   }
@@ -214,11 +198,12 @@ export class Pacer {
   close(): void {
     if (this.#isClosed) return;
     this.#isClosed = true;
-    for (const timer of this.#holdTimers) this.#clock.clearTimer(timer);
-    this.#holdTimers.clear();
+    this.#holds?.clear();
+    for (const retired of this.#retiredHolds) retired.clear();
+    this.#retiredHolds.clear();
     for (const state of this.#origins.values()) {
       this.#clearTimer(state);
-      for (const waiter of state.queue.splice(0)) this.#settle(waiter, { granted: false, refusal: { reason: 'closed' } });
+      for (const waiter of state.queue.drain()) this.#settle(waiter, CLOSED);
     }
     this.#origins.clear();
   }
@@ -226,25 +211,35 @@ export class Pacer {
   #stateFor(origin: string): OriginState {
     let state = this.#origins.get(origin);
     if (!state) {
-      state = {
+      const created: OriginState = {
         origin,
         timing: createOriginTiming(),
         overload: createOverloadState(),
-        queue: [],
-        queuedDelayMs: 0,
+        queue: new FairQueue<Waiter>(),
         inFlight: 0,
         inFlightDelayed: 0,
         maxDelaySeenMs: 0,
         maxConcurrencySeen: 1,
         startSeq: 0,
         timer: undefined,
-        hasTimer: false,
+        timerDueMs: Infinity,
+        onTimer: () => {
+          created.timer = undefined;
+          created.timerDueMs = Infinity;
+          this.#pump(created);
+        },
       };
+      state = created;
       this.#origins.set(origin, state);
     }
     return state;
   }
 
+  #holdListFor(maxSlotHoldMs: number): HoldList<GrantedSlot> | undefined {
+    return maxSlotHoldMs > 0 ? new HoldList(this.#clock, maxSlotHoldMs, (slot) => this.#reclaim(slot)) : undefined;
+  }
+
+  /** Recomputes a waiter's delay and concurrency (after a reconfiguration); its queue's sums are recounted by the caller. */
   #relimit(state: OriginState, waiter: Waiter): void {
     if (waiter.limits) {
       try {
@@ -261,8 +256,8 @@ export class Pacer {
   }
 
   #remember(state: OriginState, delayMs: number, maxConcurrency: number): void {
-    state.maxDelaySeenMs = Math.max(state.maxDelaySeenMs, delayMs);
-    state.maxConcurrencySeen = Math.max(state.maxConcurrencySeen, maxConcurrency);
+    if (delayMs > state.maxDelaySeenMs) state.maxDelaySeenMs = delayMs;
+    if (maxConcurrency > state.maxConcurrencySeen) state.maxConcurrencySeen = maxConcurrency;
   }
 
   #hasConcurrencyFor(state: OriginState, delayMs: number, maxConcurrency: number): boolean {
@@ -275,26 +270,55 @@ export class Pacer {
     return this.#hasConcurrencyFor(state, delayMs, maxConcurrency) && earliestStartMs(state.timing, delayMs, this.#options) <= nowMs;
   }
 
-  /** Head's remaining time-to-ready plus the delays of everyone after it, ending with this request's own. */
-  #expectedWaitMs(state: OriginState, delayMs: number, nowMs: number): number {
-    const head = state.queue[0];
-    if (!head) return Math.max(0, earliestStartMs(state.timing, delayMs, this.#options) - nowMs);
-    const headReadyMs = Math.max(0, earliestStartMs(state.timing, head.delayMs, this.#options) - nowMs);
-    return headReadyMs + Math.max(0, state.queuedDelayMs - head.delayMs) + delayMs;
+  /** The refusal for a request that would wait, or undefined when it may wait. */
+  #refusalFor(state: OriginState, identity: string, delayMs: number, nowMs: number): Refusal | undefined {
+    const queue = state.queue;
+    const identityQueueLength = queue.sizeOf(identity);
+    let limit: 'max-queue' | 'max-queue-per-identity' | 'max-wait' | undefined;
+    if (identityQueueLength >= this.#options.maxQueuePerIdentity) limit = 'max-queue-per-identity';
+    else if (queue.size >= this.#options.maxQueue) limit = 'max-queue';
+    // Cheap first: with every waiting request ahead (an upper bound of the round-robin estimate) it fits.
+    else if (this.#waitFromMs(state, queue.delaySumMs, delayMs, nowMs) <= this.#options.maxWaitMs) return undefined;
+    const head = queue.peek();
+    const expectedWaitMs = this.#waitFromMs(state, head ? queue.entriesAheadDelayMs(identity) : 0, delayMs, nowMs);
+    if (limit === undefined) {
+      if (expectedWaitMs <= this.#options.maxWaitMs) return undefined;
+      limit = 'max-wait';
+    }
+    return {
+      reason: 'queue-full',
+      limit,
+      retryAfterSeconds: Math.max(1, Math.ceil(expectedWaitMs / 1000)),
+      queueLength: queue.size,
+      identityQueueLength,
+      delayMs,
+      expectedWaitMs,
+    };
   }
 
-  /** Starts every head that may start now, then arms one timer for the next event, if any. */
+  /**
+   * The wait of a request with delay `delayMs` behind requests whose delays sum to `aheadMs`
+   * (the head's included): the head's remaining time-to-ready, then the delay of each one after
+   * it, then this request's own.
+   */
+  #waitFromMs(state: OriginState, aheadMs: number, delayMs: number, nowMs: number): number {
+    const head = state.queue.peek();
+    if (!head) return Math.max(0, earliestStartMs(state.timing, delayMs, this.#options) - nowMs);
+    const headReadyMs = Math.max(0, earliestStartMs(state.timing, head.delayMs, this.#options) - nowMs);
+    return headReadyMs + Math.max(0, aheadMs - head.delayMs) + delayMs;
+  }
+
+  /** Starts every head that may start now, then makes sure a timer wakes the origin for its next event, if any. */
   #pump(state: OriginState): void {
     if (this.#isClosed) return;
-    this.#clearTimer(state);
-    for (let head = state.queue[0]; head; head = state.queue[0]) {
+    const queue = state.queue;
+    for (let head = queue.peek(); head; head = queue.peek()) {
       if (!this.#hasConcurrencyFor(state, head.delayMs, head.maxConcurrency)) return; // a release pumps again
       const nowMs = this.#clock.nowMs();
       const readyMs = earliestStartMs(state.timing, head.delayMs, this.#options);
       // Timers may fire late or (rounded) early: the clock decides, and an early wake re-arms.
-      if (readyMs > nowMs) return this.#armTimer(state, readyMs - nowMs);
-      state.queue.shift();
-      state.queuedDelayMs = state.queue.length === 0 ? 0 : state.queuedDelayMs - head.delayMs;
+      if (readyMs > nowMs) return this.#wakeAt(state, readyMs, nowMs);
+      queue.shift();
       this.#settle(head, { granted: true, slot: this.#start(state, head.delayMs, head.enqueuedAtMs, nowMs, head.onHoldExceeded) });
     }
     if (state.inFlight > 0) return;
@@ -303,8 +327,27 @@ export class Pacer {
       overloadHoldUntilMs(state.overload),
     );
     const nowMs = this.#clock.nowMs();
-    if (forgetAtMs <= nowMs) this.#origins.delete(state.origin);
-    else this.#armTimer(state, forgetAtMs - nowMs);
+    if (forgetAtMs > nowMs) return this.#wakeAt(state, forgetAtMs, nowMs);
+    this.#clearTimer(state);
+    this.#origins.delete(state.origin);
+  }
+
+  /**
+   * Makes sure the origin is pumped at `dueMs` at the latest. A timer already due no later is
+   * kept (an early wake pumps, finds nothing to do yet and re-arms), so new waiters and steady
+   * traffic do not re-arm it.
+   */
+  #wakeAt(state: OriginState, dueMs: number, nowMs: number): void {
+    if (state.timerDueMs <= dueMs) return;
+    this.#clearTimer(state);
+    state.timerDueMs = dueMs;
+    state.timer = this.#clock.setTimer(state.onTimer, dueMs - nowMs);
+  }
+
+  #clearTimer(state: OriginState): void {
+    if (state.timerDueMs !== Infinity) this.#clock.clearTimer(state.timer);
+    state.timer = undefined;
+    state.timerDueMs = Infinity;
   }
 
   #start(state: OriginState, delayMs: number, enqueuedAtMs: number, nowMs: number, onHoldExceeded: ((heldMs: number) => void) | undefined): Slot {
@@ -312,103 +355,89 @@ export class Pacer {
     if (delayMs > 0) state.inFlightDelayed += 1;
     state.startSeq += 1;
     recordStart(state.timing, nowMs, this.#options);
-    const seq = state.startSeq;
-    let isReleased = false;
-    /** Released by the hold bound: the holder's own release may still report an overload answer. */
-    let isReclaimed = false;
-    let holdTimer: unknown;
-    const free = (outcome: ReleaseOutcome | undefined): void => {
-      isReleased = true;
-      if (holdTimer !== undefined) {
-        this.#clock.clearTimer(holdTimer);
-        this.#holdTimers.delete(holdTimer);
-      }
-      const endMs = this.#clock.nowMs();
-      state.inFlight -= 1;
-      if (delayMs > 0) state.inFlightDelayed -= 1;
-      recordEnd(state.timing, endMs);
-      applyRelease(state.overload, state.timing, seq, state.startSeq, outcome, endMs, state.maxConcurrencySeen, this.#options);
-      this.#pump(state);
-    };
-    if (this.#options.maxSlotHoldMs > 0) {
-      holdTimer = this.#clock.setTimer(() => {
-        this.#holdTimers.delete(holdTimer);
-        holdTimer = undefined;
-        if (isReleased || this.#isClosed) return;
-        isReclaimed = true;
-        free(undefined);
-        onHoldExceeded?.(this.#clock.nowMs() - nowMs);
-      }, this.#options.maxSlotHoldMs);
-      this.#holdTimers.add(holdTimer);
-    }
-    return {
-      origin: state.origin,
-      delayMs,
-      startedAtMs: nowMs,
-      waitedMs: nowMs - enqueuedAtMs,
-      markSent: () => {
-        // Dispatch latency (connection reuse, event-loop lag) must not shrink the gap the
-        // origin sees: the next start counts from when this request really left.
-        if (isReleased || this.#isClosed || seq !== state.startSeq) return;
-        // Ordinary dispatch latency (well under a millisecond) is left alone, so a steady
-        // stream keeps its rate; a late dispatch (a new connection, a busy event loop) moves the start.
-        const sentMs = this.#clock.nowMs() - SEND_LATENCY_TOLERANCE_MS;
-        const last = state.timing.lastStartMs ?? sentMs;
-        if (sentMs <= last) return;
-        state.timing.lastStartMs = sentMs;
-        const starts = state.timing.recentStartsMs;
-        if (starts.length > 0 && starts[starts.length - 1] === last) starts[starts.length - 1] = sentMs;
-      },
-      release: (outcome?: ReleaseOutcome) => {
-        if (this.#isClosed) return;
-        if (isReclaimed) {
-          // The slot was freed at the hold bound; the origin's answer still counts (a late 429/503 pauses it).
-          isReclaimed = false;
-          // An origin state dropped meanwhile (idle) is not revived: its successor must not be touched.
-          if (outcome?.status === undefined || this.#origins.get(state.origin) !== state) return;
-          applyRelease(state.overload, state.timing, seq, state.startSeq, outcome, this.#clock.nowMs(), state.maxConcurrencySeen, this.#options);
-          this.#pump(state);
-          return;
-        }
-        if (isReleased) return;
-        free(outcome);
-      },
-    };
+    const slot = new GrantedSlot(this.#slotHost, this.#holds, state, state.startSeq, delayMs, nowMs, nowMs - enqueuedAtMs, onHoldExceeded);
+    slot.holds?.add(slot);
+    return slot;
   }
 
-  #abandon(state: OriginState, waiter: Waiter): void {
-    const index = state.queue.indexOf(waiter);
-    if (index < 0) return;
-    state.queue.splice(index, 1);
-    state.queuedDelayMs = state.queue.length === 0 ? 0 : state.queuedDelayMs - waiter.delayMs;
-    this.#settle(waiter, { granted: false, refusal: { reason: 'aborted' } });
+  /** Frees the slot's concurrency, records its end and its overload answer, and pumps its origin. */
+  #free(slot: GrantedSlot, outcome: ReleaseOutcome | undefined): void {
+    slot.isReleased = true;
+    slot.holds?.remove(slot);
+    const state = slot.state;
+    const endMs = this.#clock.nowMs();
+    state.inFlight -= 1;
+    if (slot.delayMs > 0) state.inFlightDelayed -= 1;
+    recordEnd(state.timing, endMs);
+    applyRelease(state.overload, state.timing, slot.seq, state.startSeq, outcome, endMs, state.maxConcurrencySeen, this.#options);
+    this.#pump(state);
+  }
+
+  #release(slot: GrantedSlot, outcome: ReleaseOutcome | undefined): void {
+    if (this.#isClosed) return;
+    const state = slot.state;
+    if (slot.isReclaimed) {
+      // The slot was freed at the hold bound; the origin's answer still counts (a late 429/503 pauses it).
+      slot.isReclaimed = false;
+      // An origin state dropped meanwhile (idle) is not revived: its successor must not be touched.
+      if (outcome?.status === undefined || this.#origins.get(state.origin) !== state) return;
+      applyRelease(state.overload, state.timing, slot.seq, state.startSeq, outcome, this.#clock.nowMs(), state.maxConcurrencySeen, this.#options);
+      this.#pump(state);
+      return;
+    }
+    if (slot.isReleased) return;
+    this.#free(slot, outcome);
+  }
+
+  /** The hold bound passed for a slot its holder still holds: free it and tell the holder. */
+  #reclaim(slot: GrantedSlot): void {
+    if (slot.isReleased || this.#isClosed) return;
+    slot.isReclaimed = true;
+    this.#free(slot, undefined);
+    const onHoldExceeded = slot.onHoldExceeded;
+    if (!onHoldExceeded) return;
+    try {
+      onHoldExceeded(this.#clock.nowMs() - slot.startedAtMs);
+    } catch (error) {
+      // The holder's failure is its own: report it as uncaught, without stopping the other reclaims.
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
+  }
+
+  #markSent(slot: GrantedSlot): void {
+    // Dispatch latency (connection reuse, event-loop lag) must not shrink the gap the
+    // origin sees: the next start counts from when this request really left.
+    const state = slot.state;
+    if (slot.isReleased || this.#isClosed || slot.seq !== state.startSeq) return;
+    // Ordinary dispatch latency (well under a millisecond) is left alone, so a steady
+    // stream keeps its rate; a late dispatch (a new connection, a busy event loop) moves the start.
+    const sentMs = this.#clock.nowMs() - SEND_LATENCY_TOLERANCE_MS;
+    const last = state.timing.lastStartMs ?? sentMs;
+    if (sentMs <= last) return;
+    state.timing.lastStartMs = sentMs;
+    const starts = state.timing.recentStartsMs;
+    if (starts.length > 0 && starts[starts.length - 1] === last) starts[starts.length - 1] = sentMs;
+  }
+
+  #abandon(waiter: Waiter): void {
+    const state = waiter.state;
+    if (!state.queue.remove(waiter)) return;
+    this.#settle(waiter, ABORTED);
     this.#pump(state);
   }
 
   #settle(waiter: Waiter, outcome: AcquireOutcome): void {
-    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
-    waiter.onAbort = undefined;
+    waiter.signal?.removeEventListener('abort', waiter);
     waiter.resolve(outcome);
-  }
-
-  #armTimer(state: OriginState, delayMs: number): void {
-    state.timer = this.#clock.setTimer(() => {
-      state.hasTimer = false;
-      this.#pump(state);
-    }, delayMs);
-    state.hasTimer = true;
-  }
-
-  #clearTimer(state: OriginState): void {
-    if (state.hasTimer) this.#clock.clearTimer(state.timer);
-    state.hasTimer = false;
-    state.timer = undefined;
   }
 
   #statsOf(state: OriginState, nowMs: number): OriginPacingStats {
     return {
       origin: state.origin,
-      queued: state.queue.length,
+      queued: state.queue.size,
+      queuedIdentities: state.queue.identities,
       inFlight: state.inFlight,
       pausedUntilMs: state.timing.pausedUntilMs > nowMs ? state.timing.pausedUntilMs : undefined,
       lastStartMs: state.timing.lastStartMs,

@@ -24,6 +24,12 @@ export interface PacingOptions {
   maxWaitMs: number;
   /** Waiting requests per origin (not counting those in flight); integer >= 0. 0: never queue. */
   maxQueue: number;
+  /**
+   * Waiting requests per identity per origin; integer >= 0 (in effect at most `maxQueue`).
+   * One identity cannot fill an origin's queue and lock the others out with `max-queue`
+   * refusals. Extension, not in RFC 9309. @default 100
+   */
+  maxQueuePerIdentity?: number;
   /** Window length of the `window` model, ms (> 0). @default 1000 */
   windowMs?: number;
   /** Upper bound of a pause taken from an upstream `Retry-After`, ms (>= 0). @default 600000 (10 min) */
@@ -54,6 +60,9 @@ export interface PacingOptions {
 /** {@link PacingOptions} with every default filled in and checked. */
 export type ResolvedPacingOptions = Required<PacingOptions>;
 
+/** {@link PacingOptions.maxQueuePerIdentity} when not given. */
+export const DEFAULT_MAX_QUEUE_PER_IDENTITY = 100;
+
 /** The most start times the `window` model remembers per origin; it also caps starts per window. */
 export const MAX_WINDOW_STARTS = 1000;
 
@@ -68,6 +77,7 @@ export function resolvePacingOptions(options: PacingOptions): ResolvedPacingOpti
     maxConcurrency: options.maxConcurrency,
     maxWaitMs: options.maxWaitMs,
     maxQueue: options.maxQueue,
+    maxQueuePerIdentity: options.maxQueuePerIdentity ?? DEFAULT_MAX_QUEUE_PER_IDENTITY,
     windowMs: options.windowMs ?? 1000,
     retryAfterCapMs: options.retryAfterCapMs ?? 600_000,
     backoffBaseMs: options.backoffBaseMs ?? 1000,
@@ -81,6 +91,7 @@ export function resolvePacingOptions(options: PacingOptions): ResolvedPacingOpti
   }
   requireInteger('maxConcurrency', resolved.maxConcurrency, 1);
   requireInteger('maxQueue', resolved.maxQueue, 0);
+  requireInteger('maxQueuePerIdentity', resolved.maxQueuePerIdentity, 0);
   requireAtLeast('maxWaitMs', resolved.maxWaitMs, 0);
   requireAtLeast('retryAfterCapMs', resolved.retryAfterCapMs, 0);
   requireAtLeast('idleRetentionMs', resolved.idleRetentionMs, 0);

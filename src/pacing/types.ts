@@ -38,10 +38,31 @@ export interface Slot {
   release(outcome?: ReleaseOutcome): void;
 }
 
+/** An abort listener object (`handleEvent` is called with no useful argument). */
+export interface AbortListener {
+  handleEvent(): void;
+}
+
+/**
+ * What `acquire` needs of an abort signal: a standard `AbortSignal` fits, and so does the much
+ * cheaper {@link CancelSignal} (see `cancel-signal.ts`), which the proxy uses.
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: AbortListener): void;
+  removeEventListener(type: 'abort', listener: AbortListener): void;
+}
+
 /** Options of one `Pacer.acquire` call. */
 export interface AcquireOptions {
+  /**
+   * Who is asking, as the caller names clients (any string; compared exactly): the origin's
+   * queue serves identities round-robin, each identity's requests in arrival order, and
+   * `maxQueuePerIdentity` bounds each identity's waiting requests per origin.
+   */
+  identity: string;
   /** Aborting it while the request waits takes it out of the queue (`aborted`). */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
   /** Per-origin override of `maxConcurrency` (integer >= 1). */
   maxConcurrency?: number;
   /**
@@ -67,22 +88,30 @@ export interface RequestLimits {
 /**
  * Why `acquire` gave no slot.
  * - `queue-full`: answer 429 with `Retry-After: retryAfterSeconds` (DESIGN.md status table).
- *   `limit` says which bound was hit: `max-queue` (the origin already had `maxQueue` waiting)
- *   or `max-wait` (the expected wait exceeded `maxWaitMs`).
+ *   `limit` says which bound was hit: `max-queue-per-identity` (the request's identity already
+ *   had `maxQueuePerIdentity` waiting at the origin), `max-queue` (the origin already had
+ *   `maxQueue` waiting) or `max-wait` (the expected wait exceeded `maxWaitMs`); when several
+ *   were hit, the first in that order.
  * - `aborted`: the caller's signal aborted before a slot was granted; nothing may be sent upstream.
  * - `closed`: the pacer was closed.
  */
 export type Refusal =
   | {
       reason: 'queue-full';
-      limit: 'max-queue' | 'max-wait';
+      limit: 'max-queue-per-identity' | 'max-queue' | 'max-wait';
       /** Whole seconds (>= 1): the expected wait, rounded up. */
       retryAfterSeconds: number;
       /** Requests waiting at the origin when this one was refused. */
       queueLength: number;
+      /** Requests of this request's identity among them. */
+      identityQueueLength: number;
       /** This request's delay, ms. */
       delayMs: number;
-      /** The estimate the refusal was based on, ms (a lower bound: response times are unknown). */
+      /**
+       * The estimate the refusal was based on, ms: the wait behind the requests that start before
+       * this one in round-robin order (a lower bound in the start-to-start and end-to-start models:
+       * response times, later arrivals and aborts are unknown; see `Pacer`).
+       */
       expectedWaitMs: number;
     }
   | { reason: 'aborted' }
@@ -96,6 +125,8 @@ export interface OriginPacingStats {
   origin: string;
   /** Requests waiting. */
   queued: number;
+  /** Identities with requests waiting (the round-robin's turns per round). */
+  queuedIdentities: number;
   /** Requests started and not yet released. */
   inFlight: number;
   /** End of the current overload pause, ms since the epoch, or undefined when not paused. */

@@ -140,6 +140,13 @@ export interface PacingFacts {
   waitedMs: number;
   /** Requests waiting at the origin when this one was refused; undefined when it was not refused. */
   queueLength?: number;
+  /** Requests of this request's identity among them (the round-robin queue's per-identity count), when refused. */
+  identityQueueLength?: number;
+  /**
+   * The bound that refused it: `max-queue-per-identity` (`pacing.maxQueuePerIdentity`),
+   * `max-queue` (`pacing.maxQueue`) or `max-wait` (`pacing.maxWait`); undefined when not refused.
+   */
+  limit?: 'max-queue-per-identity' | 'max-queue' | 'max-wait';
   /** Seconds the client should wait before retrying, when refused (`queue-full`). */
   retryAfterSeconds?: number;
 }

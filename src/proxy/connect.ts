@@ -18,9 +18,10 @@ import type { Clock } from '../clock.js';
 import type { HttpsMode } from '../config/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
+import { CancelSignal } from '../pacing/index.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
-import type { RequestPipeline } from './pipeline.js';
+import { identityOf, type RequestPipeline } from './pipeline.js';
 import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './responses.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
@@ -130,9 +131,9 @@ export class ConnectHandler {
     const { decision: decided } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent']);
     const decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
-    const abort = new AbortController();
+    const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
-    const waited = await this.deps.pipeline.waitForSlot(decision, abort.signal);
+    const waited = await this.deps.pipeline.waitForSlot(decision, identityOf(req), abort);
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return this.refuse(req, socket, decision, startedAtMs);

@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
-import { crawlDelayMsOf, type Pacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
+import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type Pacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
@@ -66,6 +66,18 @@ function pathAndQueryOf(url: URL): string {
 /** The port a connection to `url` uses. */
 function portOf(url: URL): number {
   return Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+}
+
+/**
+ * Who a request is to the pacer's fairness (the origin's queue serves identities round-robin,
+ * `pacing.maxQueuePerIdentity` bounds each one's waiting requests): for now, the client's
+ * address, so every connection of one client address shares its turn. Provisional: issue 8's
+ * identities (a proxy credential's user or a client range's name) replace it here, the one
+ * place that decides. Never throws.
+ * @returns the identity key; '' when the address is unknown (the socket already closed).
+ */
+export function identityOf(req: IncomingMessage): string {
+  return req.socket?.remoteAddress ?? '';
 }
 
 /** True for the error codes of connections the target guard refused. */
@@ -206,14 +218,21 @@ export class RequestPipeline {
    * {@link RequestPipeline.delayFor}. Records the pacing facts on `decision`;
    * when the queue refuses (`queue-full`), turns it into that refusal. Shared
    * by plain requests, tunnel-mode CONNECTs and Upgrades. Never rejects.
+   * @param identity whose turn the request waits for in the origin's round-robin ({@link identityOf}).
    * @param onHoldExceeded called if the pacer reclaims the slot at `pacing.maxSlotHold` (ms held).
    * @returns the slot, or why there is none (`aborted`: the client left while queued).
    */
-  async waitForSlot(decision: Decision, signal: AbortSignal, onHoldExceeded?: (heldMs: number) => void): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
+  async waitForSlot(
+    decision: Decision,
+    identity: string,
+    signal: AbortSignalLike,
+    onHoldExceeded?: (heldMs: number) => void,
+  ): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
     const { delayMs, maxConcurrency } = this.delayFor(decision);
     const startedAtMs = this.deps.clock.nowMs();
     // A reload while this request waits re-reads the operator minimums through `limits`.
     const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
+      identity,
       signal,
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(onHoldExceeded ? { onHoldExceeded } : {}),
@@ -227,7 +246,14 @@ export class RequestPipeline {
     if (refusal.reason === 'queue-full') {
       decision.verdict = 'deny';
       decision.reason = 'queue-full';
-      decision.pacing = { delayMs, waitedMs: 0, queueLength: refusal.queueLength, retryAfterSeconds: refusal.retryAfterSeconds };
+      decision.pacing = {
+        delayMs,
+        waitedMs: 0,
+        queueLength: refusal.queueLength,
+        identityQueueLength: refusal.identityQueueLength,
+        limit: refusal.limit,
+        retryAfterSeconds: refusal.retryAfterSeconds,
+      };
     } else if (refusal.reason === 'closed') {
       // The proxy began to drain while this request waited (or before it got here).
       decision.verdict = 'deny';
@@ -266,7 +292,8 @@ export class RequestPipeline {
   private async process(p: ProxiedRequest, registration: { end?: (error: string) => void }): Promise<void> {
     const { req, res, target } = p;
     const startedAtMs = this.deps.clock.nowMs();
-    const abort = new AbortController();
+    // Aborted when the client leaves; the queue drops the request if it still waits (cheaper than an AbortController).
+    const abort = new CancelSignal();
     const onClose = (): void => {
       if (!res.writableFinished) abort.abort();
     };
@@ -298,7 +325,7 @@ export class RequestPipeline {
       this.inFlight.delete(finishWith);
       res.off('close', onClose);
       // A connection the proxy closed for a client timeout was not the client's abort.
-      response.clientAborted = abort.signal.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
+      response.clientAborted = abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
       this.deps.onFinished({
         ...entry,
         decision: decision ?? shuttingDown(),
@@ -328,7 +355,7 @@ export class RequestPipeline {
     const waitingOn = (): SlotHoldWaitingOn => (!req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream');
     const onHoldExceeded = (heldMs: number): void =>
       this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
-    const waited = await this.waitForSlot(decision, abort.signal, onHoldExceeded);
+    const waited = await this.waitForSlot(decision, identityOf(req), abort, onHoldExceeded);
     if ('refusal' in waited) {
       // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
       if (waited.refusal === 'aborted') error = 'CLIENT_ABORTED';

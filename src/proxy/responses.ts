@@ -168,6 +168,13 @@ export function renderProxyResponse(decision: Decision, options: RenderOptions):
   }
 }
 
+/** The setting behind each queue limit, as the 429 body names it. */
+const LIMIT_SETTING = {
+  'max-queue-per-identity': 'pacing.maxQueuePerIdentity (requests waiting per client per origin)',
+  'max-queue': 'pacing.maxQueue (requests waiting per origin)',
+  'max-wait': 'pacing.maxWait (longest expected wait)',
+} as const;
+
 /** One sentence saying what happened. */
 function summary(d: Decision): string {
   switch (d.reason) {
@@ -176,6 +183,8 @@ function summary(d: Decision): string {
     case 'robots-unreachable':
       return `${robotsUrl(d)} could not be fetched, so the whole origin is treated as disallowed (RFC 9309 §2.3.1.4).`;
     case 'queue-full':
+      if (d.pacing?.limit === 'max-queue-per-identity') return `Too many of your requests are already waiting for ${d.origin}; send more when some of them have gone.`;
+      if (d.pacing?.limit === 'max-queue') return `Too many requests are waiting for ${d.origin}.`;
       return `Too many requests are waiting for ${d.origin}; the crawl-delay would make this one wait too long.`;
     case 'target-private-network':
       return (
@@ -235,6 +244,8 @@ function facts(d: Decision, retryAfter: number | undefined, requestId: string, t
   if (d.pacing && d.reason === 'queue-full') {
     rows.push(['delay', `${d.pacing.delayMs / 1000} s between requests to this origin`]);
     if (d.pacing.queueLength !== undefined) rows.push(['queue length', String(d.pacing.queueLength)]);
+    if (d.pacing.identityQueueLength !== undefined) rows.push(['yours in it', `${d.pacing.identityQueueLength} (each client's requests take turns with the others')`]);
+    if (d.pacing.limit !== undefined) rows.push(['limit', LIMIT_SETTING[d.pacing.limit]]);
   }
   if (d.upstream?.error) rows.push(['error', d.upstream.error]);
   if (d.detail) rows.push(['detail', d.detail]);

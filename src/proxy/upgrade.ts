@@ -11,8 +11,9 @@ import type net from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
+import { CancelSignal } from '../pacing/index.js';
 import type { AccessEntry } from '../audit/access-entry.js';
-import type { RequestPipeline } from './pipeline.js';
+import { identityOf, type RequestPipeline } from './pipeline.js';
 import type { TargetGuard } from './target-guard.js';
 import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './responses.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
@@ -111,9 +112,9 @@ export class UpgradeRelay {
     const { decision } = await pipeline.decideFor(target, req.headers['user-agent']);
     const refuse = (): void => this.refuse(req, socket, decision, { via, startedAtMs, url: target.href });
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return refuse();
-    const abort = new AbortController();
+    const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
-    const waited = await pipeline.waitForSlot(decision, abort.signal);
+    const waited = await pipeline.waitForSlot(decision, identityOf(req), abort);
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return refuse();

@@ -174,6 +174,7 @@ describe('valid sample', () => {
         minDelayMs: 250,
         maxWaitMs: 90_000,
         maxQueue: 50,
+        maxQueuePerIdentity: 20,
         windowMs: 10_000,
         backoffMs: 2_000,
         maxBackoffMs: 60_000,

@@ -38,6 +38,7 @@ describe('configSchema: values refused, with the key named', () => {
     [{ robots: { timeout: '30d' } }, 'robots.timeout'], // beyond Node's timer range
     [{ pacing: { maxConcurrency: 0 } }, 'pacing.maxConcurrency'],
     [{ pacing: { maxQueue: -1 } }, 'pacing.maxQueue'],
+    [{ pacing: { maxQueuePerIdentity: 1.5 } }, 'pacing.maxQueuePerIdentity'],
     [{ pacing: { window: 0 } }, 'pacing.window'],
     [{ pacing: { backoff: '10s', maxBackoff: '5s' } }, 'pacing.maxBackoff'],
     [{ pacing: { maxRetryAfter: '0' } }, 'pacing.maxRetryAfter'],

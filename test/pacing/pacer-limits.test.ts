@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { CancelSignal } from '../../src/pacing/cancel-signal.js';
 import { Pacer } from '../../src/pacing/pacer.js';
+import type { AbortSignalLike } from '../../src/pacing/types.js';
 import { FakeClock } from './fake-clock.js';
 import { Harness } from './pacing-harness.js';
 
@@ -17,7 +19,7 @@ describe('Pacer refusals', () => {
     assert.equal(traces[2]?.outcome, undefined, 'expected wait 2000 ms: queued');
     assert.deepEqual(traces[3]?.outcome, {
       granted: false,
-      refusal: { reason: 'queue-full', limit: 'max-wait', retryAfterSeconds: 3, queueLength: 2, delayMs: 1000, expectedWaitMs: 3000 },
+      refusal: { reason: 'queue-full', limit: 'max-wait', retryAfterSeconds: 3, queueLength: 2, identityQueueLength: 2, delayMs: 1000, expectedWaitMs: 3000 },
     });
     await h.clock.advance(5000);
     assert.deepEqual(h.starts(A), [0, 1000, 2000]);
@@ -53,7 +55,7 @@ describe('Pacer refusals', () => {
       }
       assert.deepEqual(trace.outcome, {
         granted: false,
-        refusal: { reason: 'queue-full', limit: 'max-wait', retryAfterSeconds: 1, queueLength: 2, delayMs: 700, expectedWaitMs: 960 },
+        refusal: { reason: 'queue-full', limit: 'max-wait', retryAfterSeconds: 1, queueLength: 2, identityQueueLength: 2, delayMs: 700, expectedWaitMs: 960 },
       });
     }
   });
@@ -65,7 +67,7 @@ describe('Pacer refusals', () => {
     assert.equal(traces[0]?.startMs, 0);
     assert.deepEqual(traces[3]?.outcome, {
       granted: false,
-      refusal: { reason: 'queue-full', limit: 'max-queue', retryAfterSeconds: 1, queueLength: 2, delayMs: 0, expectedWaitMs: 0 },
+      refusal: { reason: 'queue-full', limit: 'max-queue', retryAfterSeconds: 1, queueLength: 2, identityQueueLength: 2, delayMs: 0, expectedWaitMs: 0 },
     });
     await h.clock.advance(1000);
     assert.deepEqual(h.starts(A), [0, 100, 200]);
@@ -82,67 +84,83 @@ describe('Pacer refusals', () => {
 
   it('rejects a delay that is not a finite number >= 0', async () => {
     const pacer = new Pacer({ maxConcurrency: 1, maxWaitMs: 0, maxQueue: 0 }, new FakeClock());
-    await assert.rejects(pacer.acquire(A, Number.NaN), RangeError);
-    await assert.rejects(pacer.acquire(A, -1), RangeError);
-    await assert.rejects(pacer.acquire(A, Infinity), RangeError);
-    await assert.rejects(pacer.acquire(A, 0, { maxConcurrency: 0 }), RangeError);
+    await assert.rejects(pacer.acquire(A, Number.NaN, { identity: 'c' }), RangeError);
+    await assert.rejects(pacer.acquire(A, -1, { identity: 'c' }), RangeError);
+    await assert.rejects(pacer.acquire(A, Infinity, { identity: 'c' }), RangeError);
+    await assert.rejects(pacer.acquire(A, 0, { identity: 'c', maxConcurrency: 0 }), RangeError);
     assert.throws(() => new Pacer({ maxConcurrency: 0, maxWaitMs: 0, maxQueue: 0 }, new FakeClock()), RangeError);
     assert.throws(() => new Pacer({ maxConcurrency: 1, maxWaitMs: -1, maxQueue: 0 }, new FakeClock()), RangeError);
   });
 });
 
-describe('Pacer abort', () => {
-  it('removes an aborted waiter; the next one moves up and it never gets a slot', async () => {
-    const h = new Harness();
+/** The two kinds of abort signal acquire takes: a standard AbortSignal, and the proxy's CancelSignal. */
+const SIGNAL_KINDS: Array<[name: string, make: () => { signal: AbortSignalLike; abort: () => void }]> = [
+  ['AbortController', () => {
     const controller = new AbortController();
-    h.request(A, 1000, { serviceMs: 0 });
-    const aborted = h.request(A, 1000, { serviceMs: 0, signal: controller.signal });
-    const next = h.request(A, 1000, { serviceMs: 0 });
-    await h.clock.advance(500);
-    assert.equal(h.pacer.originStats(A)?.queued, 2);
-    controller.abort();
-    await h.clock.advance(0);
-    assert.deepEqual(aborted.outcome, { granted: false, refusal: { reason: 'aborted' } });
-    assert.equal(h.pacer.originStats(A)?.queued, 1);
-    await h.clock.advance(500);
-    assert.equal(next.startMs, 1000, 'takes the aborted request\'s turn');
-    await h.clock.advance(5000);
-    assert.equal(aborted.slot, undefined);
-    assert.deepEqual(h.starts(A), [0, 1000]);
-  });
+    return { signal: controller.signal, abort: () => controller.abort() };
+  }],
+  ['CancelSignal', () => {
+    const signal = new CancelSignal();
+    return { signal, abort: () => signal.abort() };
+  }],
+];
 
-  it('starts the next request at once when the head it waited behind aborts', async () => {
-    const h = new Harness();
-    const controller = new AbortController();
-    h.request(A, 1000, { serviceMs: 0 });
-    h.request(A, 1000, { serviceMs: 0, signal: controller.signal });
-    const next = h.request(A, 200, { serviceMs: 0 });
-    await h.clock.advance(500);
-    assert.equal(next.startMs, undefined);
-    controller.abort();
-    await h.clock.advance(0);
-    assert.equal(next.startMs, 500, 'its own 200 ms since the last start have passed');
-  });
+for (const [kind, makeSignal] of SIGNAL_KINDS) {
+  describe(`Pacer abort (${kind})`, () => {
+    it('removes an aborted waiter; the next one moves up and it never gets a slot', async () => {
+      const h = new Harness();
+      const controller = makeSignal();
+      h.request(A, 1000, { serviceMs: 0 });
+      const aborted = h.request(A, 1000, { serviceMs: 0, signal: controller.signal });
+      const next = h.request(A, 1000, { serviceMs: 0 });
+      await h.clock.advance(500);
+      assert.equal(h.pacer.originStats(A)?.queued, 2);
+      controller.abort();
+      await h.clock.advance(0);
+      assert.deepEqual(aborted.outcome, { granted: false, refusal: { reason: 'aborted' } });
+      assert.equal(h.pacer.originStats(A)?.queued, 1);
+      await h.clock.advance(500);
+      assert.equal(next.startMs, 1000, 'takes the aborted request\'s turn');
+      await h.clock.advance(5000);
+      assert.equal(aborted.slot, undefined);
+      assert.deepEqual(h.starts(A), [0, 1000]);
+    });
 
-  it('refuses at once with an already aborted signal', async () => {
-    const h = new Harness();
-    const trace = h.request(A, 0, { serviceMs: 0, signal: AbortSignal.abort() });
-    await h.clock.advance(0);
-    assert.deepEqual(trace.outcome, { granted: false, refusal: { reason: 'aborted' } });
-    assert.equal(h.pacer.stats().origins, 0);
-  });
+    it('starts the next request at once when the head it waited behind aborts', async () => {
+      const h = new Harness();
+      const controller = makeSignal();
+      h.request(A, 1000, { serviceMs: 0 });
+      h.request(A, 1000, { serviceMs: 0, signal: controller.signal });
+      const next = h.request(A, 200, { serviceMs: 0 });
+      await h.clock.advance(500);
+      assert.equal(next.startMs, undefined);
+      controller.abort();
+      await h.clock.advance(0);
+      assert.equal(next.startMs, 500, 'its own 200 ms since the last start have passed');
+    });
 
-  it('ignores an abort after the slot was granted', async () => {
-    const h = new Harness();
-    const controller = new AbortController();
-    const trace = h.request(A, 100, { signal: controller.signal });
-    await h.clock.advance(0);
-    controller.abort();
-    assert.equal(h.pacer.originStats(A)?.inFlight, 1);
-    h.end(trace);
-    assert.equal(h.pacer.originStats(A)?.inFlight, 0);
+    it('refuses at once with an already aborted signal', async () => {
+      const h = new Harness();
+      const controller = makeSignal();
+      controller.abort();
+      const trace = h.request(A, 0, { serviceMs: 0, signal: controller.signal });
+      await h.clock.advance(0);
+      assert.deepEqual(trace.outcome, { granted: false, refusal: { reason: 'aborted' } });
+      assert.equal(h.pacer.stats().origins, 0);
+    });
+
+    it('ignores an abort after the slot was granted', async () => {
+      const h = new Harness();
+      const controller = makeSignal();
+      const trace = h.request(A, 100, { signal: controller.signal });
+      await h.clock.advance(0);
+      controller.abort();
+      assert.equal(h.pacer.originStats(A)?.inFlight, 1);
+      h.end(trace);
+      assert.equal(h.pacer.originStats(A)?.inFlight, 0);
+    });
   });
-});
+}
 
 describe('Pacer lifecycle and memory', () => {
   it('drops an idle origin once its delay has passed, leaving no timer behind', async () => {
@@ -192,7 +210,7 @@ describe('Pacer lifecycle and memory', () => {
       { origins: 2, queued: 5, inFlight: 3, pausedOrigins: 0 },
     );
     assert.deepEqual(h.pacer.originStats(A), {
-      origin: A, queued: 2, inFlight: 1, pausedUntilMs: undefined, lastStartMs: h.clock.nowMs(), recoveryCap: undefined,
+      origin: A, queued: 2, queuedIdentities: 1, inFlight: 1, pausedUntilMs: undefined, lastStartMs: h.clock.nowMs(), recoveryCap: undefined,
     });
     assert.equal(h.pacer.originStats(B)?.queued, 3);
     h.pacer.close();
@@ -216,6 +234,6 @@ describe('Pacer lifecycle and memory', () => {
     assert.ok(second?.slot);
     h.end(second); // harmless after close
     assert.equal(h.clock.pendingTimers, 0);
-    assert.deepEqual(await h.pacer.acquire(A, 0), { granted: false, refusal: { reason: 'closed' } });
+    assert.deepEqual(await h.pacer.acquire(A, 0, { identity: 'c' }), { granted: false, refusal: { reason: 'closed' } });
   });
 });

@@ -48,7 +48,7 @@ describe('Pacer on upstream 429/503', () => {
     await h.clock.advance(0);
     assert.deepEqual(refused.outcome, {
       granted: false,
-      refusal: { reason: 'queue-full', limit: 'max-wait', retryAfterSeconds: 120, queueLength: 0, delayMs: 0, expectedWaitMs: 119_500 },
+      refusal: { reason: 'queue-full', limit: 'max-wait', retryAfterSeconds: 120, queueLength: 0, identityQueueLength: 0, delayMs: 0, expectedWaitMs: 119_500 },
     });
   });
 

@@ -1,7 +1,9 @@
 /**
  * Random traffic against the pacer on a fake clock; every run must keep the
- * politeness invariants, whatever the model, delays, response times, aborts
- * and overload answers.
+ * politeness invariants, whatever the model, delays, response times, aborts,
+ * overload answers and identities: spacing, exclusivity, concurrency, FIFO
+ * within an identity, round-robin turns between identities, pauses, aborts,
+ * liveness and cleanup.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +18,7 @@ const ORIGINS = ['http://a.test', 'http://b.test', 'http://c.test'];
 interface Plan {
   atMs: number;
   origin: number;
+  identity: number;
   delayMs: number;
   serviceMs: number;
   abortAtMs: number | null;
@@ -33,6 +36,7 @@ interface Scenario {
 const planArb = fc.record<Plan>({
   atMs: fc.integer({ min: 0, max: 400 }),
   origin: fc.integer({ min: 0, max: ORIGINS.length - 1 }),
+  identity: fc.integer({ min: 0, max: 2 }),
   delayMs: fc.constantFrom(0, 0, 10, 12.5, 25, 50, 100, 333),
   serviceMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 150 })),
   abortAtMs: fc.option(fc.integer({ min: 0, max: 600 }), { freq: 4 }),
@@ -57,6 +61,9 @@ interface Record {
   id: number;
   plan: Plan;
   acquiredAtMs: number;
+  /** Position in the sequence of acquires and starts (all origins): orders events at one instant. */
+  acquiredSeq: number;
+  startedSeq: number | undefined;
   outcome: AcquireOutcome | undefined;
   abortedAtMs: number | undefined;
   startMs: number | undefined;
@@ -80,13 +87,14 @@ async function run(scenario: Scenario): Promise<void> {
   );
   const events: Event[] = [];
   const records: Record[] = [];
+  let seq = 0;
   /** Pause ends the pacer reported after each release, per origin index. */
   const pauseEnds: number[][] = ORIGINS.map(() => []);
   const plans = [...scenario.plans].sort((a, b) => a.atMs - b.atMs);
   for (const plan of plans) {
     await clock.advanceTo(plan.atMs);
     const record: Record = {
-      id: records.length, plan, acquiredAtMs: clock.nowMs(), outcome: undefined, abortedAtMs: undefined, startMs: undefined, endMs: undefined,
+      id: records.length, plan, acquiredAtMs: clock.nowMs(), acquiredSeq: seq++, startedSeq: undefined, outcome: undefined, abortedAtMs: undefined, startMs: undefined, endMs: undefined,
     };
     records.push(record);
     const controller = new AbortController();
@@ -96,11 +104,12 @@ async function run(scenario: Scenario): Promise<void> {
         controller.abort();
       }, plan.abortAtMs);
     }
-    const options = { signal: controller.signal, ...(plan.maxConcurrency !== null ? { maxConcurrency: plan.maxConcurrency } : {}) };
+    const options = { identity: `client-${plan.identity}`, signal: controller.signal, ...(plan.maxConcurrency !== null ? { maxConcurrency: plan.maxConcurrency } : {}) };
     void pacer.acquire(ORIGINS[plan.origin] ?? '', plan.delayMs, options).then((outcome) => {
       record.outcome = outcome;
       if (!outcome.granted) return;
       record.startMs = clock.nowMs();
+      record.startedSeq = seq++;
       events.push({ kind: 'start', id: record.id, atMs: record.startMs });
       clock.setTimer(() => {
         record.endMs = clock.nowMs();
@@ -137,6 +146,7 @@ function check(scenario: Scenario, records: Record[], events: Event[], pauseEnds
     const mine = new Set(records.filter((r) => r.plan.origin === origin).map((r) => r.id));
     const own = events.filter((e) => mine.has(e.id));
     checkOrigin(scenario, records, own);
+    checkRoundRobin(records.filter((r) => mine.has(r.id)));
     checkNoStall(scenario, records.filter((r) => mine.has(r.id)), own, pauseEnds[origin] ?? []);
   }
 }
@@ -161,12 +171,38 @@ function checkNoStall(scenario: Scenario, records: Record[], events: Event[], pa
   }
 }
 
+/**
+ * Round-robin turns: while an identity has a request waiting, every other identity starts at
+ * most once between two of its starts. (The request of its second start waited through the
+ * interval when it was acquired before the first start.)
+ */
+function checkRoundRobin(records: Record[]): void {
+  const started = records.filter((r) => r.startedSeq !== undefined).sort((a, b) => (a.startedSeq ?? 0) - (b.startedSeq ?? 0));
+  for (let identity = 0; identity <= 2; identity++) {
+    const own = started.filter((r) => r.plan.identity === identity);
+    for (let i = 1; i < own.length; i++) {
+      const first = own[i - 1]!;
+      const second = own[i]!;
+      if (second.acquiredSeq > (first.startedSeq ?? 0)) continue; // it did not wait through the interval
+      const between = started.filter((r) => r.startedSeq! > first.startedSeq! && r.startedSeq! < second.startedSeq!);
+      for (let other = 0; other <= 2; other++) {
+        const turns = between.filter((r) => r.plan.identity === other).length;
+        assert.ok(
+          other === identity || turns <= 1,
+          `identity ${other} started ${turns} requests between requests ${first.id} and ${second.id} of identity ${identity}, which waited throughout`,
+        );
+      }
+    }
+  }
+}
+
 function checkOrigin(scenario: Scenario, records: Record[], events: Event[]): void {
   const inFlight = new Set<number>();
   const starts: number[] = [];
   let lastEndMs = -Infinity;
   let pausedUntilMs = -Infinity;
-  let lastStartedId = -1;
+  /** Per identity: the latest request started. */
+  const lastStartedId: number[] = [];
   for (const e of events) {
     const r = records[e.id];
     assert.ok(r);
@@ -178,9 +214,9 @@ function checkOrigin(scenario: Scenario, records: Record[], events: Event[]): vo
       continue;
     }
     const d = r.plan.delayMs;
-    const where = `request ${e.id} (delay ${d}) started at ${e.atMs}`;
-    assert.ok(e.id > lastStartedId, `${where}: FIFO`);
-    lastStartedId = e.id;
+    const where = `request ${e.id} (identity ${r.plan.identity}, delay ${d}) started at ${e.atMs}`;
+    assert.ok(e.id > (lastStartedId[r.plan.identity] ?? -1), `${where}: FIFO within its identity`);
+    lastStartedId[r.plan.identity] = e.id;
     assert.ok(e.atMs >= pausedUntilMs, `${where}: inside a Retry-After pause until ${pausedUntilMs}`);
     for (const other of inFlight) {
       assert.ok(d === 0 && records[other]?.plan.delayMs === 0, `${where}: overlaps ${other} while a delay is in force`);
@@ -203,7 +239,7 @@ function checkOrigin(scenario: Scenario, records: Record[], events: Event[]): vo
 }
 
 describe('Pacer invariants under random traffic', () => {
-  it('spacing, exclusivity, concurrency, FIFO, pauses, aborts, liveness and cleanup hold', async () => {
+  it('spacing, exclusivity, concurrency, FIFO within an identity, round-robin turns, pauses, aborts, liveness and cleanup hold', async () => {
     const details = await fc.check(fc.asyncProperty(scenarioArb, run), { numRuns: 300 });
     if (details.failed) {
       assert.fail(`seed ${details.seed}, counterexample ${JSON.stringify(details.counterexample)}: ${String(details.errorInstance)}`);

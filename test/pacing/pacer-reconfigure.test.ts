@@ -99,6 +99,6 @@ describe('Pacer.reconfigure', () => {
     const h = new Harness(BASE);
     h.pacer.close();
     h.pacer.reconfigure({ ...BASE, maxConcurrency: 2 });
-    assert.deepEqual(await h.pacer.acquire(A, 0), { granted: false, refusal: { reason: 'closed' } });
+    assert.deepEqual(await h.pacer.acquire(A, 0, { identity: 'c' }), { granted: false, refusal: { reason: 'closed' } });
   });
 });

@@ -18,7 +18,7 @@ function pacerWith(clock: FakeClock, maxSlotHoldMs: number): Pacer {
 
 /** Acquires and resolves with the slot and the grant time, ms after `t0`. */
 async function grant(pacer: Pacer, clock: FakeClock, t0: number, delayMs: number, onHoldExceeded?: (heldMs: number) => void): Promise<{ slot: Slot; atMs: number }> {
-  const outcome = await pacer.acquire(A, delayMs, onHoldExceeded ? { onHoldExceeded } : {});
+  const outcome = await pacer.acquire(A, delayMs, { identity: 'client', ...(onHoldExceeded ? { onHoldExceeded } : {}) });
   assert.ok(outcome.granted, 'granted');
   return { slot: outcome.slot, atMs: clock.nowMs() - t0 };
 }
@@ -33,7 +33,7 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
     const hog = await grant(pacer, clock, t0, 1000, (heldMs) => held.push(heldMs));
     const starts: number[] = [];
     const others = [1, 2, 3].map(() =>
-      pacer.acquire(A, 1000).then((outcome) => {
+      pacer.acquire(A, 1000, { identity: 'client' }).then((outcome) => {
         assert.ok(outcome.granted);
         starts.push(clock.nowMs() - t0);
         outcome.slot.release({ status: 200 });
@@ -64,7 +64,7 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
     await grant(pacer, clock, t0, 0);
     await grant(pacer, clock, t0, 0);
     let startedAt: number | undefined;
-    const third = pacer.acquire(A, 0).then((o) => {
+    const third = pacer.acquire(A, 0, { identity: 'client' }).then((o) => {
       assert.ok(o.granted);
       startedAt = clock.nowMs() - t0;
       o.slot.release();
@@ -99,7 +99,7 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
     await clock.advance(2000); // reclaimed
     hog.slot.release({ status: 429, retryAfter: '30' });
     let grantedAt: number | undefined;
-    const pending = pacer.acquire(A, 1000).then((o) => {
+    const pending = pacer.acquire(A, 1000, { identity: 'client' }).then((o) => {
       assert.ok(o.granted);
       grantedAt = clock.nowMs() - t0;
       o.slot.release({ status: 200 });
@@ -127,5 +127,27 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
 
   it('refuses a negative bound', () => {
     assert.throws(() => pacerWith(new FakeClock(), -1), RangeError);
+  });
+});
+
+describe('Pacer slot hold bound across a reconfiguration', () => {
+  it('keeps the bound a slot was granted under; slots granted later get the new one', async () => {
+    const clock = new FakeClock();
+    const t0 = clock.nowMs();
+    const pacer = new Pacer({ maxConcurrency: 4, maxWaitMs: 1e9, maxQueue: 1000, maxSlotHoldMs: 5000 }, clock);
+    const told: Array<[string, number]> = [];
+    await grant(pacer, clock, t0, 0, (heldMs) => told.push(['before', heldMs]));
+    pacer.reconfigure({ maxConcurrency: 4, maxWaitMs: 1e9, maxQueue: 1000, maxSlotHoldMs: 1000 });
+    await grant(pacer, clock, t0, 0, (heldMs) => told.push(['after', heldMs]));
+    await clock.advance(1000);
+    assert.deepEqual(told, [['after', 1000]]);
+    await clock.advance(4000);
+    assert.deepEqual(told, [['after', 1000], ['before', 5000]]);
+    pacer.reconfigure({ maxConcurrency: 4, maxWaitMs: 1e9, maxQueue: 1000, maxSlotHoldMs: 0 });
+    await grant(pacer, clock, t0, 0, () => told.push(['unbounded', 0]));
+    await clock.advance(60_000);
+    assert.equal(told.length, 2, 'no bound after the reload to 0');
+    pacer.close();
+    assert.equal(clock.pendingTimers, 0);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { Pacer } from '../../src/pacing/pacer.js';
 import type { PacingOptions } from '../../src/pacing/pacing-options.js';
-import type { AcquireOutcome, RequestLimits, Slot } from '../../src/pacing/types.js';
+import type { AbortSignalLike, AcquireOutcome, RequestLimits, Slot } from '../../src/pacing/types.js';
 import { FakeClock } from './fake-clock.js';
 
 export interface RequestPlan {
@@ -14,14 +14,20 @@ export interface RequestPlan {
   /** Status reported on release. */
   status?: number;
   retryAfter?: string | null;
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
   maxConcurrency?: number;
   /** Recomputes the delay and concurrency when the pacer is reconfigured while the request waits. */
   limits?: () => RequestLimits;
+  /** Who asks (round-robin between identities); {@link DEFAULT_IDENTITY} when omitted. */
+  identity?: string;
 }
+
+/** The identity of a request whose plan names none. */
+export const DEFAULT_IDENTITY = 'client-1';
 
 export interface Trace {
   origin: string;
+  identity: string;
   delayMs: number;
   outcome: AcquireOutcome | undefined;
   /** Start, ms after the clock's start. */
@@ -52,10 +58,11 @@ export class Harness {
   }
 
   request(origin: string, delayMs: number, plan: RequestPlan = {}): Trace {
-    const trace: Trace = { origin, delayMs, outcome: undefined, startMs: undefined, endMs: undefined, slot: undefined };
+    const identity = plan.identity ?? DEFAULT_IDENTITY;
+    const trace: Trace = { origin, identity, delayMs, outcome: undefined, startMs: undefined, endMs: undefined, slot: undefined };
     this.traces.push(trace);
     const { signal, maxConcurrency, limits } = plan;
-    void this.pacer.acquire(origin, delayMs, { ...(signal ? { signal } : {}), ...(maxConcurrency ? { maxConcurrency } : {}), ...(limits ? { limits } : {}) }).then((outcome) => {
+    void this.pacer.acquire(origin, delayMs, { identity, ...(signal ? { signal } : {}), ...(maxConcurrency ? { maxConcurrency } : {}), ...(limits ? { limits } : {}) }).then((outcome) => {
       trace.outcome = outcome;
       if (!outcome.granted) return;
       trace.slot = outcome.slot;

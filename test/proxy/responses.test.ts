@@ -123,6 +123,17 @@ describe('renderProxyResponse', () => {
     assert.match(r.body, /0\.5 s between requests/);
   });
 
+  it('names the queue limit that refused, and the client\'s own share of the queue', () => {
+    const pacing = { delayMs: 100, waitedMs: 0, queueLength: 30, identityQueueLength: 20, limit: 'max-queue-per-identity' as const, retryAfterSeconds: 3 };
+    const d: Decision = { ...denied(), verdict: 'deny', reason: 'queue-full', pacing };
+    const r = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
+    assert.equal(r.status, 429);
+    assert.match(r.body, /yours in it: +20/);
+    assert.match(r.body, /limit: +pacing\.maxQueuePerIdentity/);
+    const json = JSON.parse(renderProxyResponse(d, { accept: 'application/json', nowMs, requestId }).body);
+    assert.equal(json.decision.pacing.limit, 'max-queue-per-identity');
+  });
+
   it('writes every Retry-After as delay-seconds (1*DIGIT), however long or broken the wait', () => {
     for (const retryAfterSeconds of [1e21, Infinity, NaN, -5, 0.2, 86_400.5, 2 ** 40]) {
       const d: Decision = { ...denied(), verdict: 'deny', reason: 'queue-full', pacing: { delayMs: 1, waitedMs: 0, queueLength: 1, retryAfterSeconds } };
