@@ -4,7 +4,7 @@
  */
 import { evaluate } from '../robots/match.js';
 import { normalisePath, originResolvedPath } from '../robots/encoding.js';
-import type { Decision, DecisionReason } from './decision.js';
+import type { Decision, DecisionIdentity, DecisionReason } from './decision.js';
 import type { RobotsSnapshot } from './snapshot.js';
 
 /** What {@link decide} needs to know about one request. */
@@ -15,6 +15,8 @@ export interface DecisionRequest {
   pathAndQuery: string;
   /** Candidate product tokens of the client, best first (from the User-Agent, `extractProductTokens`); the first one a group names decides. */
   productTokens: readonly string[];
+  /** Who the client is (see `identifyAgent`), copied to `Decision.identity`. @default null */
+  identity?: DecisionIdentity | null;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface DecisionRequest {
  * Pure; never throws.
  */
 export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
-  const base = { origin: request.origin, snapshot: snapshot.info, agentTokens: request.productTokens };
+  const base = { origin: request.origin, snapshot: snapshot.info, agentTokens: request.productTokens, identity: request.identity ?? null };
   if (snapshot.info.state === 'ok' && snapshot.robots !== null) {
     let r = evaluate(snapshot.robots, request.productTokens, request.pathAndQuery);
     // An allowed path that an origin may resolve to another one (`/private%2Fx`, `//private/x`,
@@ -72,7 +74,15 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
  */
 export function decideWithoutRobots(
   reason: DecisionReason,
-  fields: { origin?: string; path?: string; detail?: string; verdict?: 'allow' | 'deny'; agentTokens?: readonly string[] } = {},
+  fields: {
+    origin?: string;
+    path?: string;
+    detail?: string;
+    verdict?: 'allow' | 'deny';
+    agentTokens?: readonly string[];
+    identity?: DecisionIdentity | null;
+    proxyAuthenticate?: string;
+  } = {},
 ): Decision {
   return {
     verdict: fields.verdict ?? 'deny',
@@ -85,6 +95,8 @@ export function decideWithoutRobots(
     rule: null,
     crawlDelaySeconds: null,
     snapshot: null,
+    identity: fields.identity ?? null,
     ...(fields.detail !== undefined ? { detail: fields.detail } : {}),
+    ...(fields.proxyAuthenticate !== undefined ? { proxyAuthenticate: fields.proxyAuthenticate } : {}),
   };
 }

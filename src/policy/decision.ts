@@ -15,7 +15,14 @@ import type { RuleKind } from '../robots/types.js';
  * - `robots-unreachable`: 5xx, 429, timeout or network error: disallow all (§2.3.1.4).
  * - `operator-policy`: the operator's configuration decided.
  * - `target-private-network`: the target resolves to a loopback/private/link-local address.
- * - `client-not-allowed`: the client may not use this proxy.
+ * - `client-not-allowed`: the client's address is in none of `access.clients` (403).
+ * - `proxy-auth-required`: proxy credentials are required and were missing or wrong
+ *   (407 with `Proxy-Authenticate`, RFC 9110 §11.7.1).
+ * - `proxy-auth-throttled`: the client's address spent its budget of failed credential checks
+ *   (`access.maxAuthFailures` per `access.authFailureWindow`); answered 429 with `Retry-After`
+ *   without checking the credentials.
+ * - `identity-mismatch`: a bound identity's User-Agent names none of its tokens and
+ *   `onMismatch` is `deny` (403).
  * - `queue-full`: the per-origin queue is full or the wait would exceed `pacing.maxWait`.
  * - `bad-request`: not a proxy request (no absolute URL, bad host).
  * - `upstream-error`: allowed, but the upstream failed or timed out.
@@ -38,6 +45,9 @@ export type DecisionReason =
   | 'operator-policy'
   | 'target-private-network'
   | 'client-not-allowed'
+  | 'proxy-auth-required'
+  | 'proxy-auth-throttled'
+  | 'identity-mismatch'
   | 'queue-full'
   | 'bad-request'
   | 'upstream-error'
@@ -58,6 +68,9 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'operator-policy',
   'target-private-network',
   'client-not-allowed',
+  'proxy-auth-required',
+  'proxy-auth-throttled',
+  'identity-mismatch',
   'queue-full',
   'bad-request',
   'upstream-error',
@@ -124,12 +137,36 @@ export interface Decision {
   crawlDelaySeconds: number | null;
   /** The robots snapshot used, or null when none was needed or available. */
   snapshot: SnapshotInfo | null;
+  /**
+   * Who the client is (issue 8): the identity its proxy credentials or client range name, and
+   * what it was decided for; null when none applies (an anonymous client, or a refusal before
+   * the identity was known).
+   */
+  identity: DecisionIdentity | null;
   /** Human-readable detail for reasons without a rule (e.g. the upstream error). */
   detail?: string;
+  /** The `Proxy-Authenticate` challenge of a `proxy-auth-required` answer (RFC 9110 §11.7.1), e.g. `Basic realm="robots-proxy"`. */
+  proxyAuthenticate?: string;
+  /** Seconds the client should wait before a retry can succeed, for a `proxy-auth-throttled` refusal (queue refusals carry theirs in `pacing`). */
+  retryAfterSeconds?: number;
   /** Pacing facts, once the request was queued or refused by the queue. */
   pacing?: PacingFacts;
   /** Upstream facts, once the request was forwarded (or failed to be). */
   upstream?: UpstreamFacts;
+}
+
+/** The identity facts of a {@link Decision}. */
+export interface DecisionIdentity {
+  /** The identity's name. */
+  name: string;
+  /** `credentials` (`Proxy-Authorization`) or `client-range` (the client's address in a named `access.clients` range). */
+  source: 'credentials' | 'client-range';
+  /** The product tokens the identity is bound to (it is decided for these, whatever the User-Agent says); empty: unbound. */
+  boundTokens: readonly string[];
+  /** The candidate product tokens the User-Agent named (what the client claimed), best first. */
+  claimedTokens: readonly string[];
+  /** True when the identity is bound and the User-Agent names none of the bound tokens (a browser's, another bot's, or none): flagged, or refused with `identity-mismatch`. */
+  isMismatch: boolean;
 }
 
 /** What the per-origin queue did with the request. */

@@ -133,7 +133,7 @@ export class ConnectHandler {
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
     const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
-    const waited = await this.deps.pipeline.waitForSlot(decision, identityOf(req), abort);
+    const waited = await this.deps.pipeline.waitForSlot(decision, identityOf(req, decision), abort);
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return this.refuse(req, socket, decision, startedAtMs);

@@ -12,7 +12,8 @@ import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
 import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type Pacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
-import type { Decision } from '../policy/decision.js';
+import type { Decision, DecisionIdentity } from '../policy/decision.js';
+import { identifyAgent, type Identity } from '../policy/identity.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
@@ -70,14 +71,13 @@ function portOf(url: URL): number {
 
 /**
  * Who a request is to the pacer's fairness (the origin's queue serves identities round-robin,
- * `pacing.maxQueuePerIdentity` bounds each one's waiting requests): for now, the client's
- * address, so every connection of one client address shares its turn. Provisional: issue 8's
- * identities (a proxy credential's user or a client range's name) replace it here, the one
- * place that decides. Never throws.
- * @returns the identity key; '' when the address is unknown (the socket already closed).
+ * `pacing.maxQueuePerIdentity` bounds each one's waiting requests): the name of the identity its
+ * proxy credentials or client range establish (`decision.identity`, issue 8), so every
+ * connection and address of one identity shares its turn; else the client's address. Never throws.
+ * @returns the identity key; '' when there is no identity and the address is unknown (the socket already closed).
  */
-export function identityOf(req: IncomingMessage): string {
-  return req.socket?.remoteAddress ?? '';
+export function identityOf(req: IncomingMessage, decision?: Pick<Decision, 'identity'>): string {
+  return decision?.identity?.name ?? req.socket?.remoteAddress ?? '';
 }
 
 /** True for the error codes of connections the target guard refused. */
@@ -171,18 +171,26 @@ export class RequestPipeline {
   }
 
   /**
-   * Decides a request without forwarding it: the private-network guard, then
-   * robots.txt. Used by the pipeline, by tunnel-mode CONNECT and by the admin
-   * `explain` endpoint. Never rejects.
+   * Decides a request without forwarding it: the identity's binding (a bound identity is
+   * decided for its bound tokens; a mismatching User-Agent with `onMismatch: deny` is refused
+   * `identity-mismatch`), the private-network guard, then robots.txt. Used by the pipeline, by
+   * tunnel-mode CONNECT, by Upgrades and by the admin `explain` endpoint. Never rejects.
+   * @param identity who the client is (admission, `src/access/`), or null for none.
+   * @returns the decision (its `identity` filled in) and the User-Agent's candidate product tokens.
    */
-  async decideFor(target: URL, userAgent: string | undefined): Promise<{ decision: Decision; productTokens: string[] }> {
+  async decideFor(target: URL, userAgent: string | undefined, identity: Identity | null = null): Promise<{ decision: Decision; productTokens: string[] }> {
     const productTokens = this.tokensOf(userAgent);
+    const identified = identifyAgent(identity, productTokens);
     const origin = target.origin;
     const path = pathAndQueryOf(target);
-    const refused = await this.checkTarget(target, userAgent);
+    if (identified.isRefused) {
+      const detail = `identity ${identified.identity?.name} is bound to ${identified.identity?.boundTokens.join(', ')}; the User-Agent names ${productTokens.length > 0 ? productTokens.join(', ') : 'no product token'} (onMismatch: deny)`;
+      return { decision: decideWithoutRobots('identity-mismatch', { origin, path, agentTokens: identified.productTokens, identity: identified.identity, detail }), productTokens };
+    }
+    const refused = await this.checkTarget(target, userAgent, identified.identity);
     if (refused) return { decision: refused, productTokens };
     const snapshot = await this.deps.robots.get(origin);
-    const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens });
+    const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens: identified.productTokens, identity: identified.identity });
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
       decision.reason = 'upstream-error';
       decision.upstream = { error: snapshot.info.error };
@@ -201,12 +209,13 @@ export class RequestPipeline {
   /**
    * The private-network guard alone (no robots.txt): what can be known about a
    * target before any request to it, e.g. at CONNECT time. Never rejects.
+   * @param identity the identity facts to carry on a refusal (see {@link Decision.identity}).
    * @returns the `target-private-network` refusal, or undefined when the target may be contacted.
    */
-  async checkTarget(target: URL, userAgent: string | undefined): Promise<Decision | undefined> {
+  async checkTarget(target: URL, userAgent: string | undefined, identity: DecisionIdentity | null = null): Promise<Decision | undefined> {
     const guarded = await this.deps.guard.check(target.hostname, portOf(target));
     if (guarded.allowed) return undefined;
-    const fields = { origin: target.origin, path: pathAndQueryOf(target), agentTokens: this.tokensOf(userAgent) };
+    const fields = { origin: target.origin, path: pathAndQueryOf(target), agentTokens: this.tokensOf(userAgent), identity };
     const at = target.hostname === guarded.address ? guarded.address : `${target.hostname} (${guarded.address})`;
     return guarded.code === OWN_LISTENER_CODE
       ? decideWithoutRobots('bad-request', { ...fields, detail: `${at} port ${guarded.port} is this proxy's own listener (forwarding loop)` })
@@ -326,9 +335,11 @@ export class RequestPipeline {
       res.off('close', onClose);
       // A connection the proxy closed for a client timeout was not the client's abort.
       response.clientAborted = abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
+      const decided = decision ?? shuttingDown();
       this.deps.onFinished({
         ...entry,
-        decision: decision ?? shuttingDown(),
+        identity: decided.identity?.name ?? null,
+        decision: decided,
         timings: { ...timings, durationMs: this.deps.clock.nowMs() - startedAtMs },
         response,
         error,
@@ -355,7 +366,7 @@ export class RequestPipeline {
     const waitingOn = (): SlotHoldWaitingOn => (!req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream');
     const onHoldExceeded = (heldMs: number): void =>
       this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
-    const waited = await this.waitForSlot(decision, identityOf(req), abort, onHoldExceeded);
+    const waited = await this.waitForSlot(decision, identityOf(req, decision), abort, onHoldExceeded);
     if ('refusal' in waited) {
       // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
       if (waited.refusal === 'aborted') error = 'CLIENT_ABORTED';

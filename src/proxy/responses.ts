@@ -33,12 +33,16 @@ export function statusFor(decision: Decision): number {
     case 'operator-policy':
     case 'target-private-network':
     case 'client-not-allowed':
+    case 'identity-mismatch':
     case 'tunnel-denied':
       return 403;
+    case 'proxy-auth-required':
+      return 407;
     case 'robots-unreachable':
     case 'proxy-shutting-down':
       return 503;
     case 'queue-full':
+    case 'proxy-auth-throttled':
       return 429;
     case 'bad-request':
       return 400;
@@ -86,6 +90,7 @@ export function toDelaySeconds(seconds: number): number {
  */
 export function retryAfterSecondsFor(decision: Decision, nowMs: number): number | undefined {
   if (decision.reason === 'queue-full') return toDelaySeconds(decision.pacing?.retryAfterSeconds ?? 1);
+  if (decision.reason === 'proxy-auth-throttled') return toDelaySeconds(decision.retryAfterSeconds ?? 1);
   if (decision.reason === 'proxy-shutting-down') return SHUTDOWN_RETRY_AFTER_SECONDS;
   if (decision.reason === 'robots-unreachable' && decision.snapshot) {
     return toDelaySeconds((decision.snapshot.expiresAtMs - nowMs) / 1000);
@@ -143,6 +148,8 @@ export function renderProxyResponse(decision: Decision, options: RenderOptions):
     'x-content-type-options': 'nosniff',
   };
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  // RFC 9110 §11.7.1: a 407 carries the challenge the client answers with Proxy-Authorization.
+  if (status === 407 && decision.proxyAuthenticate !== undefined) headers['proxy-authenticate'] = decision.proxyAuthenticate;
   const time = iso(options.nowMs);
   switch (negotiate(options.accept)) {
     case 'application/json': {
@@ -194,7 +201,13 @@ function summary(d: Decision): string {
     case 'operator-policy':
       return 'Refused by the proxy operator\'s policy.';
     case 'client-not-allowed':
-      return 'This client may not use the proxy.';
+      return 'This client\'s address may not use the proxy (it is in none of the ranges the operator allows).';
+    case 'proxy-auth-required':
+      return 'This proxy requires credentials: send Proxy-Authorization: Basic with the user and password the proxy operator gave you (curl --proxy-user USER:PASSWORD, or http://USER:PASSWORD@proxy:port as the proxy URL).';
+    case 'proxy-auth-throttled':
+      return 'Too many failed proxy credential attempts from this address; retry later with the right credentials.';
+    case 'identity-mismatch':
+      return `Your User-Agent does not name the crawler your identity${d.identity ? ` "${d.identity.name}"` : ''} is bound to; this proxy refuses such requests.`;
     case 'tunnel-denied':
       return 'CONNECT tunnels are not allowed by this proxy (https.mode: deny).';
     case 'bad-request':
@@ -226,6 +239,11 @@ function iso(ms: number): string {
 /** The labelled facts of an answer, in the order shown: what, why (file, group, rule, line, path), and how to quote it. */
 function facts(d: Decision, retryAfter: number | undefined, requestId: string, time: string): Array<[label: string, value: string]> {
   const rows: Array<[string, string]> = [];
+  if (d.identity) {
+    rows.push(['identity', `${d.identity.name} (${d.identity.source === 'credentials' ? 'proxy credentials' : 'client range'})`]);
+    if (d.identity.boundTokens.length > 0) rows.push(['bound to', d.identity.boundTokens.join(', ')]);
+    if (d.identity.isMismatch) rows.push(['claimed', d.identity.claimedTokens.join(', ')]);
+  }
   if (d.origin) rows.push(['origin', d.origin]);
   if (d.path) rows.push(['path tested', d.path]);
   if (d.snapshot) {

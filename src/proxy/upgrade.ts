@@ -114,7 +114,7 @@ export class UpgradeRelay {
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return refuse();
     const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
-    const waited = await pipeline.waitForSlot(decision, identityOf(req), abort);
+    const waited = await pipeline.waitForSlot(decision, identityOf(req, decision), abort);
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return refuse();

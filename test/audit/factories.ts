@@ -37,6 +37,7 @@ export function makeDecision(overrides: Partial<Decision> = {}): Decision {
     rule: { kind: 'disallow', pattern: '/private/', line: 3 },
     crawlDelaySeconds: null,
     snapshot: makeSnapshot(),
+    identity: null,
     ...overrides,
   };
 }

@@ -77,6 +77,8 @@ export function entryFromAccessLine(line: Json): AccessEntry | undefined {
     rule,
     crawlDelaySeconds: numOrNull(d['crawlDelaySeconds']),
     snapshot: snapshotUrl === null ? null : ({ url: snapshotUrl } as SnapshotInfo),
+    // The ledger reads the line's top-level `identity`; the decision's identity facts are not needed.
+    identity: null,
     ...(delayMs === null ? {} : { pacing: { delayMs, waitedMs: 0 } }),
   };
   const requestId = str(line['requestId']);
