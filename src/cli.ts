@@ -35,7 +35,7 @@ const CONFIG_HELP = `  -c, --config FILE   the YAML config (default: $${CONFIG_E
 const HELP = `robots-proxy: a forward HTTP(S) proxy that makes bots obey robots.txt (RFC 9309)
 
 Usage:
-  robots-proxy serve [--config FILE]      run the proxy (npm start serves config/default.yaml)
+  robots-proxy serve [--config FILE]      run the proxy (what npm start runs)
   robots-proxy check --robots FILE (--user-agent UA | --token TOKEN) [--json] URL...
                                           decide URLs offline against one robots.txt file;
                                           candidates= lists the product tokens read from UA,
@@ -63,7 +63,11 @@ lines on stdout.
 Signals: SIGHUP re-reads FILE and applies it (a bad file changes nothing and
 is logged with its key and line); SIGTERM or SIGINT drains (queued requests
 get 503, requests in flight get shutdown.drainTimeout to finish) and exits 0;
-a second SIGTERM or SIGINT ends the drain at once.
+a second SIGTERM or SIGINT, a second or more after the first, ends the drain
+at once. Under npm start, send SIGHUP to this process (the pid of its log
+lines), not to npm, which exits on it (the proxy then stops too), or use
+POST /reload on the admin API; service managers should run
+"node dist/cli.js serve" directly.
 
 Options:
 ${CONFIG_HELP}

@@ -496,6 +496,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     stop: (trigger) => running.shutdown({ trigger }),
     forceStop: (trigger) => running.forceShutdown(trigger),
     abandonInFlight: (error) => running.abandonInFlight(error),
+    // Run by an npm script (`npm start`): npm dies of SIGHUP without passing it on; stop rather than linger detached.
+    ...(process.env['npm_lifecycle_event'] ? { watchParent: process.ppid } : {}),
   });
 }
 

@@ -17,6 +17,7 @@ import { startProxyProcess, type ProxyProcess } from '../helpers/processes.js';
 import { proxyRequest, sleep, waitFor, type ProxyAnswer } from '../helpers/proxy-client.js';
 import { LOG_FLUSH_INTERVAL_MS } from '../../src/audit/logger.js';
 import { SHUTDOWN_RETRY_AFTER_SECONDS } from '../../src/proxy/responses.js';
+import { REPEATED_SIGNAL_MS } from '../../src/lifecycle/process-handlers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const UA = 'ExampleBot/1.0';
@@ -196,6 +197,27 @@ describe('robots-proxy serve: signals', () => {
     assert.equal(running.logs.find((l) => l['event'] === 'shutdown-end')?.['outcome'], 'forced');
     const [line] = accessLines(running);
     assert.equal(line?.['error'], 'PROXY_SHUTDOWN_FORCED');
+  });
+
+  it('the same signal twice at once is one stop (a Ctrl-C under npm start arrives twice); once more later ends the drain', async () => {
+    proxy = await startProxyProcess(configYaml('shutdown: { drainTimeout: 60s }\n'));
+    const running = proxy;
+    const slow = get(running, `${origin.url}/slow/30000/twice`).catch((err: Error) => err);
+    await waitFor(() => origin.hits.some((h) => h.url === '/slow/30000/twice'), 'the request upstream');
+    running.kill('SIGINT');
+    // Apart, or the kernel merges the two pending signals into one.
+    await sleep(50);
+    running.kill('SIGINT');
+    await running.waitForEvent('shutdown-start');
+    await waitFor(() => running.logs.filter((l) => l['event'] === 'signal').length === 2, 'both signals logged');
+    assert.equal(running.logs.filter((l) => l['repeated'] === true).length, 1, 'the repeat is logged as one');
+    assert.equal(running.logs.some((l) => l['event'] === 'shutdown-forced'), false, 'the drain goes on');
+    await sleep(REPEATED_SIGNAL_MS + 200);
+    running.kill('SIGINT');
+    const exit = await running.exited;
+    assert.equal(exit.code, 0, exit.stderr);
+    assert.ok((await slow) instanceof Error, 'the client sees the connection cut');
+    assert.equal(running.logs.find((l) => l['event'] === 'shutdown-end')?.['outcome'], 'forced');
   });
 
   it('SIGKILL loses at most the lines of the last flush interval', async () => {
