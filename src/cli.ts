@@ -105,8 +105,10 @@ const CA_HELP = `Usage: robots-proxy ca [--config FILE]
 
 Prints the path and the PEM of the CA certificate the proxy signs intercepted
 HTTPS with (https.caCert, or the CA generated under stateDir, created on first
-use). Clients must trust it (curl --cacert, NODE_EXTRA_CA_CERTS, the system
-trust store). A running proxy also serves it at http://ADMIN/ca.pem.
+use) on stdout, and on stderr where it is, whether it was generated just now
+or already there, its key's path and its SHA-256 fingerprint. Clients must
+trust it (curl --cacert, NODE_EXTRA_CA_CERTS, the system trust store). A
+running proxy also serves it at http://ADMIN/ca.pem.
 
 Options:
 ${CONFIG_HELP}

@@ -471,13 +471,18 @@ function urlOf(address: AddressInfo): string {
   return `http://${address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
+/** Where the CA came from, for people: `generated just now`, `already in stateDir` or `from https.caCert`. */
+export function describeCaSource(ca: CaMaterial): string {
+  return ca.source === 'generated' ? 'generated just now' : ca.source === 'state-dir' ? 'already in stateDir' : 'from https.caCert';
+}
+
 /**
  * The one human line `serve` prints on stderr once both listeners are up:
- * `robots-proxy listening: proxy http://127.0.0.1:8080, admin http://127.0.0.1:9090, CA /path/ca.pem`.
+ * `robots-proxy listening: proxy http://127.0.0.1:8080, admin http://127.0.0.1:9090, CA /path/ca.pem (generated just now; clients must trust it)`.
  */
 export function describeListening(running: RunningProxy, config: Config): string {
   const admin = running.adminAddress ? urlOf(running.adminAddress) : 'off (admin.enabled: false)';
-  const ca = running.ca ? `${running.ca.certPath} (clients must trust it)` : `none (https.mode: ${config.https.mode})`;
+  const ca = running.ca ? `${running.ca.certPath} (${describeCaSource(running.ca)}; clients must trust it)` : `none (https.mode: ${config.https.mode})`;
   return `robots-proxy listening: proxy ${urlOf(running.proxyAddress)}, admin ${admin}, CA ${ca}`;
 }
 
@@ -517,11 +522,15 @@ export async function runReport(args: string[], configPathFrom: (given: string |
   });
 }
 
-/** `robots-proxy ca`: prints the interception CA's path and PEM (creating it on first use). */
+/**
+ * `robots-proxy ca`: prints the interception CA's path and PEM on stdout (creating it on first
+ * use), and on stderr whether it was generated just now or already there, with its key's path.
+ */
 export async function printCa(options: ServeOptions): Promise<void> {
   const config = loadConfig(options.configPath);
   const ca = await loadCa(config);
   process.stdout.write(`# ${ca.certPath}\n${ca.certPem}`);
+  process.stderr.write(`robots-proxy ca: ${ca.certPath} (${describeCaSource(ca)}; key ${ca.keyPath}; SHA-256 ${ca.sha256Fingerprint}); clients must trust it\n`);
 }
 
 export { CertificateError };

@@ -13,6 +13,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../helpers/cli.js';
 
+/** `text` as a literal inside a RegExp. */
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const run = runCli;
 
@@ -78,6 +83,11 @@ describe('robots-proxy ca', () => {
     const certPath = join(cwd, 'state', 'ca', 'ca.pem');
     assert.ok(r.stdout.startsWith(`# ${certPath}\n-----BEGIN CERTIFICATE-----`), r.stdout.slice(0, 200));
     assert.ok(existsSync(certPath));
+    // stderr says it was made now, where, and where its key is; a second run finds it.
+    assert.match(r.stderr, new RegExp(`^robots-proxy ca: ${escapeRegExp(certPath)} \\(generated just now; key ${escapeRegExp(join(cwd, 'state', 'ca'))}/\\S+; SHA-256 [0-9A-F:]{95}\\); clients must trust it\n$`));
+    const again = await run(['ca'], { cwd });
+    assert.equal(again.stdout, r.stdout, 'the same CA');
+    assert.match(again.stderr, new RegExp(`^robots-proxy ca: ${escapeRegExp(certPath)} \\(already in stateDir; key `));
   });
 
   it('without --config reads $ROBOTS_PROXY_CONFIG when set (the container sets it)', async () => {

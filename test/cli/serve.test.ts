@@ -84,7 +84,7 @@ describe('robots-proxy serve', () => {
           }
         });
       });
-      const line = /^robots-proxy listening: proxy http:\/\/127\.0\.0\.1:(\d+), admin http:\/\/127\.0\.0\.1:(\d+), CA (\S+) \(clients must trust it\)\n$/.exec(stderr);
+      const line = /^robots-proxy listening: proxy http:\/\/127\.0\.0\.1:(\d+), admin http:\/\/127\.0\.0\.1:(\d+), CA (\S+) \(generated just now; clients must trust it\)\n$/.exec(stderr);
       assert.ok(line, stderr);
       assert.equal(line[3], join(dir, 'state', 'ca', 'ca.pem'));
       await new Promise((r) => setTimeout(r, 300)); // the JSON log is flushed every 100 ms
