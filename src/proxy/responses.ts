@@ -160,6 +160,7 @@ export function renderProxyResponse(decision: Decision, options: RenderOptions):
         time,
         ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
         message: summary(decision),
+        ...(decision.reason === 'queue-full' ? { limit: queueLimitOf(decision) ?? null } : {}),
         decision,
       };
       return { status, headers, body: JSON.stringify(body) + '\n' };
@@ -175,12 +176,27 @@ export function renderProxyResponse(decision: Decision, options: RenderOptions):
   }
 }
 
-/** The setting behind each queue limit, as the 429 body names it. */
-const LIMIT_SETTING = {
-  'max-queue-per-identity': 'pacing.maxQueuePerIdentity (requests waiting per client per origin)',
-  'max-queue': 'pacing.maxQueue (requests waiting per origin)',
-  'max-wait': 'pacing.maxWait (longest expected wait)',
-} as const;
+/** A queue limit that refused a request (`queue-full`), as every 429 body names it. */
+export interface QueueLimitInfo {
+  /** The limit's name, as in `decision.pacing.limit` and the log: `max-wait`, `max-queue`, `max-queue-per-identity`. */
+  name: NonNullable<NonNullable<Decision['pacing']>['limit']>;
+  /** The configuration key that sets it, e.g. `pacing.maxWait`. */
+  setting: string;
+  /** What it bounds, in words. */
+  bounds: string;
+}
+
+const QUEUE_LIMITS: Record<QueueLimitInfo['name'], Omit<QueueLimitInfo, 'name'>> = {
+  'max-queue-per-identity': { setting: 'pacing.maxQueuePerIdentity', bounds: 'requests one client may have waiting per origin' },
+  'max-queue': { setting: 'pacing.maxQueue', bounds: 'requests waiting per origin' },
+  'max-wait': { setting: 'pacing.maxWait', bounds: 'the longest expected wait in the queue' },
+};
+
+/** The limit that refused a `queue-full` decision, with its setting; undefined for other decisions. */
+export function queueLimitOf(d: Decision): QueueLimitInfo | undefined {
+  const name = d.reason === 'queue-full' ? d.pacing?.limit : undefined;
+  return name === undefined ? undefined : { name, ...QUEUE_LIMITS[name] };
+}
 
 /** One sentence saying what happened. */
 function summary(d: Decision): string {
@@ -190,9 +206,11 @@ function summary(d: Decision): string {
     case 'robots-unreachable':
       return `${robotsUrl(d)} could not be fetched, so the whole origin is treated as disallowed (RFC 9309 §2.3.1.4).`;
     case 'queue-full':
-      if (d.pacing?.limit === 'max-queue-per-identity') return `Too many of your requests are already waiting for ${d.origin}; send more when some of them have gone.`;
-      if (d.pacing?.limit === 'max-queue') return `Too many requests are waiting for ${d.origin}.`;
-      return `Too many requests are waiting for ${d.origin}; the crawl-delay would make this one wait too long.`;
+      if (d.pacing?.limit === 'max-queue-per-identity') {
+        return `Too many of your requests are already waiting for ${d.origin} (limit max-queue-per-identity, set by pacing.maxQueuePerIdentity); send more when some of them have gone.`;
+      }
+      if (d.pacing?.limit === 'max-queue') return `Too many requests are waiting for ${d.origin} (limit max-queue, set by pacing.maxQueue).`;
+      return `This request would wait about ${d.pacing?.retryAfterSeconds ?? '?'} s for ${d.origin} (its delay between requests and the requests ahead of it), longer than the proxy allows (limit max-wait, set by pacing.maxWait).`;
     case 'target-private-network':
       return (
         'The target is in a loopback, private or link-local network, which this proxy does not reach. ' +
@@ -263,7 +281,8 @@ function facts(d: Decision, retryAfter: number | undefined, requestId: string, t
     rows.push(['delay', `${d.pacing.delayMs / 1000} s between requests to this origin`]);
     if (d.pacing.queueLength !== undefined) rows.push(['queue length', String(d.pacing.queueLength)]);
     if (d.pacing.identityQueueLength !== undefined) rows.push(['yours in it', `${d.pacing.identityQueueLength} (each client's requests take turns with the others')`]);
-    if (d.pacing.limit !== undefined) rows.push(['limit', LIMIT_SETTING[d.pacing.limit]]);
+    const limit = queueLimitOf(d);
+    if (limit !== undefined) rows.push(['limit', `${limit.name}: ${limit.setting} (${limit.bounds}), a setting of the proxy operator`]);
   }
   if (d.upstream?.error) rows.push(['error', d.upstream.error]);
   if (d.detail) rows.push(['detail', d.detail]);

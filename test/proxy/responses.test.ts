@@ -129,9 +129,10 @@ describe('renderProxyResponse', () => {
     const r = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
     assert.equal(r.status, 429);
     assert.match(r.body, /yours in it: +20/);
-    assert.match(r.body, /limit: +pacing\.maxQueuePerIdentity/);
+    assert.match(r.body, /limit: +max-queue-per-identity: pacing\.maxQueuePerIdentity \(/);
     const json = JSON.parse(renderProxyResponse(d, { accept: 'application/json', nowMs, requestId }).body);
     assert.equal(json.decision.pacing.limit, 'max-queue-per-identity');
+    assert.equal(json.limit.setting, 'pacing.maxQueuePerIdentity');
   });
 
   it('writes every Retry-After as delay-seconds (1*DIGIT), however long or broken the wait', () => {
