@@ -35,7 +35,11 @@ export interface RobotsView {
   origin: string;
   /** The snapshot served: how it was obtained (the last good one when the latest fetch failed). */
   snapshot: SnapshotInfo;
-  /** The failed fetch behind a kept good snapshot, or null. */
+  /**
+   * The latest failed fetch (unreachable: 5xx, 429, timeout, network or TLS error), while it is
+   * the latest attempt: behind a kept good snapshot, or `snapshot` itself when there is none to
+   * keep; null once a fetch succeeds.
+   */
   lastFailure: SnapshotInfo | null;
   /** When robots.txt will next be fetched, ms since the epoch. */
   nextFetchAtMs: number;
@@ -84,7 +88,7 @@ export function describeRobotsSnapshot(origin: string, snapshot: CachedRobotsSna
   return {
     origin,
     snapshot: snapshot.info,
-    lastFailure: snapshot.lastFailure,
+    lastFailure: snapshot.lastFailure ?? (snapshot.info.state === 'unreachable' ? snapshot.info : null),
     nextFetchAtMs,
     lineCount: robots?.lineCount ?? 0,
     groups,

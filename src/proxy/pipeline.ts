@@ -21,7 +21,7 @@ import type { LimitEvent, SlotHoldWaitingOn } from '../audit/limit-events.js';
 import { forwardableHeaders } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
-import { decisionHeaderValue, DECISION_HEADER, renderProxyResponse } from './responses.js';
+import { decisionHeaderValue, DECISION_HEADER, isCertificateError, renderProxyResponse } from './responses.js';
 import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import type { TargetGuard } from './target-guard.js';
 import { OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
@@ -83,11 +83,6 @@ export function identityOf(req: IncomingMessage, decision?: Pick<Decision, 'iden
 /** True for the error codes of connections the target guard refused. */
 function isGuardRefusal(code: string | undefined): boolean {
   return code === PRIVATE_TARGET_CODE || code === OWN_LISTENER_CODE;
-}
-
-/** Error codes of upstream TLS verification failures: an upstream fault (502), not an unreachable robots.txt. */
-function isCertificateError(code: string | undefined): boolean {
-  return code !== undefined && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|_SSL_|TLS/.test(code);
 }
 
 /** Counts the bytes of a request body on their way upstream. */
@@ -194,7 +189,7 @@ export class RequestPipeline {
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
       decision.reason = 'upstream-error';
       decision.upstream = { error: snapshot.info.error };
-      decision.detail = 'the upstream TLS certificate is not trusted';
+      decision.detail = `fetching ${origin}/robots.txt: the upstream TLS certificate is not trusted`;
     } else if (decision.reason === 'robots-unreachable' && isGuardRefusal(snapshot.info.error)) {
       // The robots.txt fetch (or one of its redirects) was refused by the target guard at connect time.
       decision.reason = 'target-private-network';

@@ -85,8 +85,9 @@ export function toDelaySeconds(seconds: number): number {
 }
 
 /**
- * Seconds a client should wait before retrying, for 429 and 503 (see {@link toDelaySeconds});
- * undefined for other statuses.
+ * Seconds a client should wait before retrying (see {@link toDelaySeconds}): for 429 and 503, and
+ * for a 502 whose cause is the certificate refused at the robots.txt fetch (nothing changes before
+ * robots.txt is fetched again); undefined otherwise.
  */
 export function retryAfterSecondsFor(decision: Decision, nowMs: number): number | undefined {
   if (decision.reason === 'queue-full') return toDelaySeconds(decision.pacing?.retryAfterSeconds ?? 1);
@@ -95,7 +96,23 @@ export function retryAfterSecondsFor(decision: Decision, nowMs: number): number 
   if (decision.reason === 'robots-unreachable' && decision.snapshot) {
     return toDelaySeconds((decision.snapshot.expiresAtMs - nowMs) / 1000);
   }
+  // An upstream certificate refused at the robots.txt fetch: every request gets this answer until the next fetch.
+  if (isRefusedUntilRobotsRetry(decision)) return toDelaySeconds((decision.snapshot!.expiresAtMs - nowMs) / 1000);
   return undefined;
+}
+
+/**
+ * True for the error codes of upstream TLS verification failures (`DEPTH_ZERO_SELF_SIGNED_CERT`,
+ * `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `ERR_TLS_CERT_ALTNAME_INVALID`, `CERT_HAS_EXPIRED`, ...):
+ * an upstream fault (502) that `upstream.caFile` may cure, not an unreachable robots.txt. Pure.
+ */
+export function isCertificateError(code: string | undefined): boolean {
+  return code !== undefined && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|_SSL_|TLS/.test(code);
+}
+
+/** An `upstream-error` that comes from the robots.txt fetch (its certificate), so it holds until that is fetched again. */
+function isRefusedUntilRobotsRetry(d: Decision): boolean {
+  return d.reason === 'upstream-error' && d.snapshot?.state === 'unreachable' && isCertificateError(d.snapshot.error);
 }
 
 /** A response ready to write. */
@@ -235,6 +252,12 @@ function summary(d: Decision): string {
     case 'proxy-shutting-down':
       return 'The proxy is shutting down and takes no new requests; retry shortly.';
     case 'upstream-error':
+      if (isCertificateError(d.upstream?.error)) {
+        return (
+          `The TLS certificate of ${d.origin} is not trusted (${d.upstream?.error}). If this origin uses a private CA, ` +
+          'the proxy operator can trust it with upstream.caFile (a PEM file of CA certificates, added to the system ones; read at start).'
+        );
+      }
       return d.upstream?.timedOut ? `${d.origin} did not answer in time.` : `The request to ${d.origin} failed.`;
     case 'internal-error':
       return 'The proxy failed while handling this request; it keeps serving others.';
@@ -268,7 +291,7 @@ function facts(d: Decision, retryAfter: number | undefined, requestId: string, t
     const s = d.snapshot;
     rows.push(['robots.txt', s.url]);
     rows.push(['fetched', `${iso(s.fetchedAtMs)} (${s.state}${s.status !== undefined ? `, HTTP ${s.status}` : ''}${s.error ? `, ${s.error}` : ''})`]);
-    if (d.reason === 'robots-unreachable') rows.push(['retried', iso(s.expiresAtMs)]);
+    if (d.reason === 'robots-unreachable' || isRefusedUntilRobotsRetry(d)) rows.push(['retried', iso(s.expiresAtMs)]);
   }
   if (d.snapshot?.state === 'ok') {
     const candidates = d.agentTokens.length > 0 ? d.agentTokens.join(', ') : '(none in the User-Agent)';

@@ -51,6 +51,8 @@ describe('describeRobotsSnapshot', () => {
     const failure: SnapshotInfo = { ...info, state: 'unreachable', status: 503, fetchedAtMs: 5000, expiresAtMs: 9000 };
     const unreachable = describeRobotsSnapshot('https://a.example', { info: failure, robots: null, lastFailure: null }, 9000);
     assert.equal(unreachable.lineCount, 0);
+    assert.deepEqual(unreachable.lastFailure, failure, 'a failure with no good snapshot to keep is the last failure too');
+    assert.equal(describeRobotsSnapshot('https://a.example', { info, robots: null, lastFailure: null }, 9000).lastFailure, null);
     assert.deepEqual(unreachable.groups, []);
     assert.deepEqual(unreachable.warnings, []);
     const kept = describeRobotsSnapshot('https://a.example', { info, robots: parseRobotsTxt('User-agent: *\nDisallow: /\n'), lastFailure: failure }, 9000);

@@ -148,6 +148,18 @@ describe('HTTPS interception', () => {
       assert.match(String(r.headers['x-robots-proxy-decision']), /; reason=upstream-error$/);
       // The explanation names the certificate failure OpenSSL reported.
       assert.match(body, /error: +[A-Z_]*(CERT|VERIFY|ISSUER)[A-Z_]*\n/);
+      // It names the failing origin and the setting that trusts a private CA.
+      const base = `https://127.0.0.1:${untrusted.port}`;
+      assert.ok(body.startsWith(`The TLS certificate of ${base} is not trusted (`), body);
+      assert.match(body, /trust it with upstream\.caFile/);
+      assert.match(body, new RegExp(`^detail: +fetching ${base.replaceAll('.', '\\.')}/robots\\.txt: `, 'm'));
+      // Nothing changes before robots.txt is fetched again: Retry-After says when.
+      assert.match(String(r.headers['retry-after']), /^[1-9]\d*$/);
+      assert.match(body, /^retried: +\d{4}-/m);
+      // The admin API shows the failed robots.txt fetch.
+      const view = (await (await fetch(`${proxy.adminUrl}/robots?origin=${encodeURIComponent(base)}`)).json()) as { lastFailure: { state: string; error: string } | null };
+      assert.equal(view.lastFailure?.state, 'unreachable');
+      assert.match(view.lastFailure?.error ?? '', /CERT|VERIFY|ISSUER/);
       assert.deepEqual(untrusted.hits, [], 'no request reached the untrusted origin');
     } finally {
       await dispatcher.close();
