@@ -12,9 +12,9 @@
 // count and the reason for each, and exits 1. --root runs the tests of another directory tree
 // (its test/ folder), which test/scripts/run-tests.test.ts uses on a throwaway one.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -78,7 +78,10 @@ const tsx = import.meta.resolve('tsx');
 const env = { ...process.env };
 // Set when this runs inside a node:test file (the runner's own test): the child would report to that parent instead.
 delete env.NODE_TEST_CONTEXT;
-const result = spawnSync(
+// A process group of its own (detached), so that a stop reaches every process of the run: the
+// test runner, each test file's process and the servers and CLI children the tests start. With
+// spawnSync, a SIGTERM ended this script alone and left them running, ports and all.
+const child = spawn(
   process.execPath,
   [
     '--import', tsx,
@@ -87,8 +90,29 @@ const result = spawnSync(
     `--test-reporter=${pathToFileURL(join(repoRoot, 'scripts/test-outcomes-reporter.mjs')).href}`, `--test-reporter-destination=${outcomesFile}`,
     ...files,
   ],
-  { cwd: root, stdio: 'inherit', env },
+  { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], env, detached: true },
 );
+// SIGINT (Ctrl-C), SIGTERM and SIGHUP are passed on to the whole group. The same signal again
+// within a second is the same stop (under `npm test` a Ctrl-C can arrive twice); again later, the
+// group is killed (SIGKILL) at once.
+const REPEATED_SIGNAL_MS = 1000;
+let firstSignal;
+function forward(signal) {
+  const repeated = firstSignal !== undefined;
+  if (repeated && firstSignal.signal === signal && Date.now() - firstSignal.atMs < REPEATED_SIGNAL_MS) return;
+  firstSignal ??= { signal, atMs: Date.now() };
+  try {
+    process.kill(-child.pid, repeated ? 'SIGKILL' : signal);
+  } catch {
+    // The group is gone already.
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, forward);
+const result = await new Promise((resolve) => {
+  child.once('error', (err) => resolve({ status: null, signal: null, error: err }));
+  child.once('exit', (status, signal) => resolve({ status, signal }));
+});
+if (result.error) console.error(`run-tests: could not start node --test: ${result.error.message}`);
 
 let summary;
 try {
@@ -99,5 +123,9 @@ try {
   rmSync(outcomesDir, { recursive: true, force: true });
 }
 for (const line of summary.out) (summary.hasFailures ? console.error : console.log)(line);
+if (firstSignal !== undefined) {
+  console.error(`run-tests: stopped by ${firstSignal.signal}`);
+  process.exit(128 + (constants.signals[firstSignal.signal] ?? 0));
+}
 const code = result.status ?? 1;
 process.exit(code !== 0 ? code : summary.hasFailures ? 1 : 0);

@@ -48,6 +48,16 @@ async function npmStart(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Np
   if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete childEnv['ROBOTS_PROXY_CONFIG'];
   // detached: a process group of its own, so a test can send what a terminal's Ctrl-C sends.
   const npm = spawn('npm', ['start', ...(args.length > 0 ? ['--', ...args] : [])], { cwd: root, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group does not get the signal that stops the test run: end it with this process.
+  const killGroup = (): void => {
+    try {
+      process.kill(-npm.pid!, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  };
+  process.once('exit', killGroup);
+  npm.once('exit', () => process.off('exit', killGroup));
   let stderr = '';
   npm.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const logs: Array<Record<string, unknown>> = [];

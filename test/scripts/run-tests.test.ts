@@ -2,12 +2,13 @@
  * scripts/run-tests.mjs (`npm test`) on throwaway test trees: a file that
  * fails to load, one that throws at top level and a suite whose callback
  * throws each fail the run, are counted and named with their reason; a
- * healthy tree passes.
+ * healthy tree passes. SIGTERM or SIGINT to the runner stops the whole run:
+ * no test process or server it started is left behind.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +31,15 @@ function testTree(files: Record<string, string>): string {
 function runTests(root: string): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [runner, '--root', root], { encoding: 'utf8', timeout: 120_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const PASSING = "import { it } from 'node:test';\nit('passes', () => {});\nit('passes too', () => {});\n";
@@ -56,6 +66,46 @@ describe('scripts/run-tests.mjs', () => {
     assert.match(stderr, /^ {2}test\/suite-throws\.test\.ts \(suite "reads its data"\): testCodeFailure: .*JSON/m);
     assert.match(stderr, /^ {2}test\/hook\.test\.ts \(suite "set up"\): hookFailed: /m);
   });
+
+  for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+    it(`${signal} to the runner stops the test process and the servers it started (exit ${code})`, { timeout: 120_000 }, async () => {
+      const pidsFile = join(mkdtempSync(join(tmpdir(), 'run-tests-pids-')), 'pids.json');
+      trees.push(dirname(pidsFile));
+      const root = testTree({
+        'hang.test.ts': [
+          "import { it } from 'node:test';",
+          "import { spawn } from 'node:child_process';",
+          "import { writeFileSync } from 'node:fs';",
+          "it('runs long with a server child', async () => {",
+          "  const server = spawn(process.execPath, ['-e', \"require('node:http').createServer().listen(0, '127.0.0.1')\"], { stdio: 'ignore' });",
+          `  writeFileSync(${JSON.stringify(pidsFile)}, JSON.stringify([process.pid, server.pid]));`,
+          '  await new Promise((resolve) => setTimeout(resolve, 100_000));',
+          '});',
+        ].join('\n'),
+      });
+      const run = spawn(process.execPath, [runner, '--root', root], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      run.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      run.stdout.resume();
+      const exited = new Promise<number | null>((resolve) => run.once('exit', (status) => resolve(status)));
+      for (let waited = 0; !existsSync(pidsFile) || readFileSync(pidsFile, 'utf8') === ''; waited += 50) {
+        assert.ok(waited < 60_000, `the test never started: ${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+      assert.ok(pids.every(isRunning), 'the test process and its server run');
+      run.kill(signal);
+      assert.equal(await exited, code, stderr);
+      assert.match(stderr, new RegExp(`run-tests: stopped by ${signal}`));
+      for (let waited = 0; pids.some(isRunning); waited += 50) {
+        if (waited > 10_000) {
+          for (const pid of pids.filter(isRunning)) process.kill(pid, 'SIGKILL');
+          assert.fail(`left running after ${signal}: ${pids.join(', ')}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    });
+  }
 
   it('passes a healthy tree with exit code 0', { timeout: 120_000 }, () => {
     const { status, stdout, stderr } = runTests(testTree({ 'a.test.ts': PASSING, 'b/b.test.ts': PASSING }));
