@@ -315,6 +315,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     viaPseudonym,
     idleTimeoutMs: config.https.idleTimeoutMs,
     connectTimeoutMs: config.upstream.connectTimeoutMs,
+    keepAliveTimeoutMs: config.clients.idleTimeoutMs,
     ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
   });
   const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished, connections });

@@ -54,6 +54,12 @@ export interface ConnectDeps {
   idleTimeoutMs: number;
   /** Time to open the upstream TCP connection in tunnel mode, ms (`upstream.connectTimeout`). */
   connectTimeoutMs: number;
+  /**
+   * An intercepted tunnel with no request in progress is closed after this, ms, and the
+   * `Keep-Alive: timeout` of its responses says so (`clients.idleTimeout`, as outside tunnels).
+   * @default 5000
+   */
+  keepAliveTimeoutMs?: number;
   /** Time allowed for the client's TLS handshake (intercept mode), ms. @default 10000 */
   handshakeTimeoutMs?: number;
 }

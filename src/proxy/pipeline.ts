@@ -24,7 +24,7 @@ import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER, isCertificateError, renderProxyResponse } from './responses.js';
 import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import type { TargetGuard } from './target-guard.js';
-import { OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
+import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
 
 /** Where robots snapshots come from (the robots cache). */
 export interface SnapshotSource {
@@ -196,7 +196,7 @@ export class RequestPipeline {
       decision.detail =
         snapshot.info.error === OWN_LISTENER_CODE
           ? `fetching ${origin}/robots.txt led to a listener of this proxy; refused`
-          : `fetching ${origin}/robots.txt led to a private or loopback address; refused`;
+          : `fetching ${origin}/robots.txt led to ${NON_PUBLIC_ADDRESS}; refused`;
     }
     return { decision, productTokens };
   }
@@ -214,7 +214,7 @@ export class RequestPipeline {
     const at = target.hostname === guarded.address ? guarded.address : `${target.hostname} (${guarded.address})`;
     return guarded.code === OWN_LISTENER_CODE
       ? decideWithoutRobots('bad-request', { ...fields, detail: `${at} port ${guarded.port} is this proxy's own listener (forwarding loop)` })
-      : decideWithoutRobots('target-private-network', { ...fields, detail: `${at} is a private or loopback address` });
+      : decideWithoutRobots('target-private-network', { ...fields, detail: `${at} is ${NON_PUBLIC_ADDRESS}` });
   }
 
   /**

@@ -230,7 +230,7 @@ function summary(d: Decision): string {
       return `This request would wait about ${d.pacing?.retryAfterSeconds ?? '?'} s for ${d.origin} (its delay between requests and the requests ahead of it), longer than the proxy allows (limit max-wait, set by pacing.maxWait).`;
     case 'target-private-network':
       return (
-        'The target is in a loopback, private or link-local network, which this proxy does not reach. ' +
+        'The target is a loopback, private, link-local or other non-public address, which this proxy does not reach. ' +
         'The proxy operator can allow such targets with upstream.allowPrivateNetworks: true (config/local.yaml sets it, for trying the proxy on one machine).'
       );
     case 'operator-policy':

@@ -112,9 +112,16 @@ export type TargetCheck = { allowed: true } | ({ allowed: false } & TargetRefusa
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
+/**
+ * How every message names an address the guard refuses (the IANA special-purpose ranges: loopback,
+ * private, CGNAT, link-local, unique-local, metadata, ...): one wording in the 403 body, its
+ * detail and the connection errors.
+ */
+export const NON_PUBLIC_ADDRESS = 'a loopback, private, link-local or other non-public address';
+
 /** The error a refused connection fails with; `code` is the refusal's code. */
 export function targetRefusalError(hostname: string, refusal: TargetRefusal): NodeJS.ErrnoException {
-  const what = refusal.code === OWN_LISTENER_CODE ? 'a listener of this proxy' : 'a private or loopback address';
+  const what = refusal.code === OWN_LISTENER_CODE ? 'a listener of this proxy' : NON_PUBLIC_ADDRESS;
   const via = hostname === refusal.address ? '' : `${hostname} resolves to `;
   const err: NodeJS.ErrnoException = new Error(`${via}${refusal.address} port ${refusal.port} is ${what}`);
   err.code = refusal.code;

@@ -37,6 +37,8 @@ export interface TunnelRequestDeps extends BoundaryDeps {
   logger: Pick<Logger, 'warn' | 'error'>;
   /** `Via` pseudonym of this instance (a request that already passed through it is a loop). */
   viaPseudonym: string;
+  /** A tunnel's connection with no request in progress is closed after this, ms; advertised as `Keep-Alive: timeout`. @default 5000 */
+  keepAliveTimeoutMs?: number;
 }
 
 function viaOf(session: TunnelSession | undefined): 'https-intercepted' | 'http-tunnelled' {
@@ -51,7 +53,7 @@ export class TunnelRequestServer {
   private readonly drainTracker: ConnectionTracker;
 
   constructor(private readonly deps: TunnelRequestDeps) {
-    this.server = http.createServer({ keepAliveTimeout: 5000 });
+    this.server = http.createServer({ keepAliveTimeout: deps.keepAliveTimeoutMs ?? 5000 });
     // Before the request listener: a drain must see each response before anything is written to it.
     this.drainTracker = new ConnectionTracker(this.server);
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {

@@ -71,12 +71,16 @@ describe('robots-proxy check', () => {
       JSON.stringify({ robots, url: 'http://a.example/x' }),
       '',
       JSON.stringify({ robots, url: 'http://a.example/x', token: 'FooBot' }),
+      ' \t',
     ].join('\n');
-    const r = await run(['check', '--jsonl'], input + '\n');
+    const r = await run(['check', '--jsonl'], input + '\r\n');
     assert.equal(r.code, 2, 'malformed lines: exit 2, after answering every line');
-    assert.match(r.stderr, /4 malformed input line/);
-    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    assert.equal(out.length, 7, 'one output line per input line, the blank one included');
+    assert.match(r.stderr, /5 malformed input line/);
+    // Never a blank output line: every line, the last one included, is one JSON object.
+    assert.ok(r.stdout.endsWith('}\n'), JSON.stringify(r.stdout.slice(-20)));
+    const out = r.stdout.slice(0, -1).split('\n').map((l) => JSON.parse(l));
+    assert.equal(out.length, 8, 'one output line per input line, the blank ones included');
+    assert.equal(out[7].error, 'empty line');
     assert.deepEqual(out[0], { allowed: false, reason: 'rule-disallow', token: 'FooBot', candidates: ['FooBot'], group: 'FooBot', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: 0.5 });
     assert.ok(typeof out[1].error === 'string');
     assert.deepEqual(out[2], { allowed: true, reason: 'no-matching-rule', token: 'FooBot', candidates: ['FooBot'], group: 'FooBot', rule: null, crawlDelay: 0.5 });

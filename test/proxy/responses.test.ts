@@ -89,7 +89,7 @@ describe('renderProxyResponse', () => {
   });
 
   it('names the setting that allows a private target', () => {
-    const d = decideWithoutRobots('target-private-network', { origin: 'http://127.0.0.1:8000', detail: '127.0.0.1 is a loopback, private or link-local address' });
+    const d = decideWithoutRobots('target-private-network', { origin: 'http://127.0.0.1:8000', detail: '127.0.0.1 is a loopback, private, link-local or other non-public address' });
     const r = renderProxyResponse(d, { accept: undefined, nowMs, requestId });
     assert.equal(r.status, 403);
     assert.match(r.body, /upstream\.allowPrivateNetworks: true/);
