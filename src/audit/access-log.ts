@@ -124,6 +124,11 @@ function toIso(ms: number): string {
   return Number.isFinite(d.getTime()) ? d.toISOString() : 'invalid';
 }
 
+/** A duration in whole milliseconds, as the line shows it (the clock's sub-millisecond fraction is noise there). */
+function wholeMs<T extends number | null>(ms: T): T {
+  return (ms === null ? null : Math.round(ms)) as T;
+}
+
 function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecision {
   const d = `${ACCESS_LOG_FIELD.decision}.`;
   const other = ACCESS_LOG_LIMITS.otherChars;
@@ -147,6 +152,7 @@ function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecisi
             expiresAt: toIso(decision.snapshot.expiresAtMs),
           },
   };
+  if (decision.pacing !== undefined) logged.pacing = { ...decision.pacing, waitedMs: wholeMs(decision.pacing.waitedMs) };
   if (decision.detail !== undefined) logged.detail = cap(decision.detail, other, `${d}detail`, truncated);
   return logged;
 }
@@ -184,10 +190,10 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
     [f.bytesSent]: entry.response.bytesSent,
     [f.bytesReceived]: entry.response.bytesReceived,
     [f.clientAborted]: entry.response.clientAborted,
-    [f.queueWaitMs]: entry.timings.queueWaitMs,
-    [f.upstreamMs]: entry.timings.upstreamMs,
+    [f.queueWaitMs]: wholeMs(entry.timings.queueWaitMs),
+    [f.upstreamMs]: wholeMs(entry.timings.upstreamMs),
     [f.upstreamStartedAt]: entry.timings.upstreamStartedAtMs == null ? null : new Date(entry.timings.upstreamStartedAtMs).toISOString(),
-    [f.durationMs]: entry.timings.durationMs,
+    [f.durationMs]: wholeMs(entry.timings.durationMs),
     [f.error]: entry.error === null ? null : cap(entry.error, L.errorChars, f.error, truncated),
     [f.decision]: toLoggedDecision(entry.decision, truncated),
   };

@@ -259,14 +259,14 @@ export class RobotsCache {
 
   /** An unreachable snapshot for a fetch that rejected. */
   #failedFetchSnapshot(origin: string, consecutiveFailures: number): RobotsSnapshot {
-    const nowMs = this.#clock.nowMs();
+    const nowMs = Math.round(this.#clock.nowMs());
     const info = {
       url: `${origin}/robots.txt`,
       state: 'unreachable' as const,
       status: undefined,
       error: 'fetch-failed',
       fetchedAtMs: nowMs,
-      expiresAtMs: nowMs + retryDelayMs(this.#errorRetryMs, this.#errorRetryMaxMs, consecutiveFailures),
+      expiresAtMs: Math.round(nowMs + retryDelayMs(this.#errorRetryMs, this.#errorRetryMaxMs, consecutiveFailures)),
       bytes: 0,
       truncated: false,
     };

@@ -185,7 +185,8 @@ export class RobotsFetcher {
     } finally {
       clock.clearTimer(timer);
     }
-    const snapshot = this.#snapshotOf(url.href, outcome, clock.nowMs(), context.consecutiveFailures);
+    // Whole milliseconds: these times are shown (log, admin API, 403/503 bodies), where a fraction is noise.
+    const snapshot = this.#snapshotOf(url.href, outcome, Math.round(clock.nowMs()), context.consecutiveFailures);
     const body = outcome.state === 'ok' ? outcome.body.subarray(0, this.#options.maxBytes) : null;
     return { snapshot, body };
   };
@@ -236,11 +237,11 @@ export class RobotsFetcher {
     const base = { url, status: outcome.status, fetchedAtMs: nowMs, bytes: 0, truncated: false };
     if (outcome.state === 'unreachable') {
       const retry = { errorRetryMs, errorRetryMaxMs, retryAfterCapMs };
-      const expiresAtMs = nowMs + unreachableRetryMs(retry, consecutiveFailures, outcome.retryAfter, nowMs);
+      const expiresAtMs = Math.round(nowMs + unreachableRetryMs(retry, consecutiveFailures, outcome.retryAfter, nowMs));
       return { info: { ...base, state: 'unreachable', error: outcome.error, expiresAtMs }, robots: null };
     }
     const lifetimeMs = freshLifetimeMs(outcome.headers['cache-control'], outcome.headers.age, { ttlMs, minTtlMs });
-    const expiresAtMs = nowMs + lifetimeMs;
+    const expiresAtMs = Math.round(nowMs + lifetimeMs);
     if (outcome.state === 'unavailable') {
       return { info: { ...base, state: 'unavailable', error: outcome.error, expiresAtMs }, robots: null };
     }

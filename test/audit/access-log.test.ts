@@ -41,7 +41,7 @@ describe('writeAccessLog', () => {
     assert.equal(record[F.via], 'http');
     assert.equal(record[F.status], 403);
     assert.equal(record[F.upstreamStatus], null);
-    assert.equal(record[F.queueWaitMs], 12.5);
+    assert.equal(record[F.queueWaitMs], 13, 'whole milliseconds');
     assert.equal(record[F.durationMs], 14);
     assert.equal(record[F.error], null);
     assert.equal(record[F.truncated], undefined, 'nothing was cut');
