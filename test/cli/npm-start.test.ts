@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { slowPagesSite, startOrigin, type TestOrigin } from '../helpers/harness.js';
 import { proxyRequest, waitFor } from '../helpers/proxy-client.js';
+import { isRunning } from '../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const UA = 'ExampleBot/1.0';
@@ -85,15 +86,6 @@ async function npmStart(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Np
     exited,
     stderr: () => stderr,
   };
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function eventsOf(run: NpmStart, event: string): Array<Record<string, unknown>> {

@@ -156,3 +156,13 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
     close: () => stop(child),
   };
 }
+
+/** True while a process with this pid exists (signal 0 probes without sending anything). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isRunning } from '../helpers/processes.js';
 
 const runner = fileURLToPath(new URL('../../scripts/run-tests.mjs', import.meta.url));
 const trees: string[] = [];
@@ -31,15 +32,6 @@ function testTree(files: Record<string, string>): string {
 function runTests(root: string): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [runner, '--root', root], { encoding: 'utf8', timeout: 120_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const PASSING = "import { it } from 'node:test';\nit('passes', () => {});\nit('passes too', () => {});\n";

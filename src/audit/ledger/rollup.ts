@@ -211,7 +211,7 @@ export function addToCell(cell: RollupCell, entry: AccessEntry): void {
 export function refusalOf(entry: AccessEntry, identity: string, token: string): RefusalRecord {
   const d = entry.decision;
   return {
-    atMs: Math.round(entry.startedAtMs),
+    atMs: Math.floor(entry.startedAtMs), // whole ms, as the log's ISO startedAt (report --from-logs) has it
     // Absent only in entries rebuilt from log lines written before request ids existed.
     requestId: typeof entry.requestId === 'string' ? capped(entry.requestId, LEDGER_LIMITS.requestIdChars) : null,
     identity,
@@ -301,8 +301,8 @@ export class RollupAggregator {
     const userAgent = entry.request.userAgent;
     if (token !== '' && userAgent !== null) {
       const sample = this.#bots.get(token);
-      if (sample === undefined) this.#bots.set(token, { token, userAgent: capped(userAgent, LEDGER_LIMITS.userAgentChars), seenAtMs: Math.round(entry.startedAtMs) });
-      else if (entry.startedAtMs > sample.seenAtMs) sample.seenAtMs = Math.round(entry.startedAtMs);
+      if (sample === undefined) this.#bots.set(token, { token, userAgent: capped(userAgent, LEDGER_LIMITS.userAgentChars), seenAtMs: Math.floor(entry.startedAtMs) });
+      else if (entry.startedAtMs > sample.seenAtMs) sample.seenAtMs = Math.floor(entry.startedAtMs);
     }
   }
 
