@@ -22,7 +22,8 @@ import { pino } from 'pino';
 import { forkRole, median, nextMessage, withCpu, type LoadResult } from './support.js';
 
 const CONNECTIONS = 32;
-const ROUNDS = 5;
+/** Rounds per mix; `LEDGER_BENCH_ROUNDS` overrides (more rounds: a tighter spread on a loaded machine). */
+const ROUNDS = Number(process.env['LEDGER_BENCH_ROUNDS'] ?? 5);
 const RUN_SECONDS = 3;
 const WARMUP_SECONDS = 1;
 const BOTS = ['GPTBot/1.2', 'CCBot/2.0', 'ClaudeBot/1.0', 'Bytespider/1.0', 'AhrefsBot/7.0', 'bingbot/2.0', 'Applebot/0.1', 'PetalBot/1.0'];
@@ -129,6 +130,12 @@ async function main(): Promise<void> {
     const a = m('on');
     const b = m('off');
     console.log(`  ${mix}: median req/s on ${a.rps.toFixed(0)} / off ${b.rps.toFixed(0)} = ${(a.rps / b.rps).toFixed(3)} (target >= 0.97); p99 on ${a.p99} ms / off ${b.p99} ms; CPU us/req on ${a.cpu.toFixed(1)} / off ${b.cpu.toFixed(1)} = ${(a.cpu / b.cpu).toFixed(3)}`);
+    // Ratios of the two runs of each round (run back to back, so they shared the machine's load): their spread says what the machine can resolve.
+    const spread = (key: 'rps' | 'cpuUsPerReq' | 'p99'): string => {
+      const ratios = results.on.map((r, i) => r[key] / results.off[i]![key]).sort((x, y) => x - y);
+      return `median ${median(ratios).toFixed(3)}, min ${ratios[0]!.toFixed(3)}, max ${ratios[ratios.length - 1]!.toFixed(3)}`;
+    };
+    console.log(`  ${mix}: per-round on/off ratios: CPU us/req ${spread('cpuUsPerReq')}; req/s ${spread('rps')}; p99 ${spread('p99')}`);
   }
   on.send('stats');
   const stats = await nextMessage<{ writes: number; lastWriteMs: number; failures: Record<string, number> } | null>(on);

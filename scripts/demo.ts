@@ -5,7 +5,8 @@
  * 127.0.0.1 port, serving the real robots.txt file read by path from the
  * curated fixtures in test/fixtures/robots/ (so it runs on a fresh clone) and
  * a 200 page for any other path), plus one whose
- * robots.txt answers 503 and one whose robots.txt answers 404, in a child
+ * robots.txt answers 503, one whose robots.txt answers 404 and one whose
+ * robots.txt changes twice during the crawl (short max-age), in a child
  * process so their timestamps are not skewed by the load here; starts the
  * proxy in this process (log to a file in a temp dir); drives a concurrent
  * crawl with real bot User-Agents through it; prints a table per origin, and
@@ -29,11 +30,11 @@ import { join } from 'node:path';
 import { validateConfig } from '../src/config/index.js';
 import { startProxy, type RunningProxy } from '../src/main.js';
 import { createLogger } from '../src/audit/index.js';
-import { BOTS, SITES, planSite, type PlannedRequest, type PlannedSite } from './demo/crawl-plan.js';
+import { BOTS, CHANGING_MAX_AGE_SECONDS, SITES, planSite, type PlannedRequest, type PlannedSite } from './demo/crawl-plan.js';
 import { parseDecisionHeader, renderFooter, renderTable, type CrawlResult, type SiteOutcome } from './demo/report-table.js';
 import { startOriginFleet } from './demo/origin-fleet.js';
 import { LedgerReader } from '../src/audit/report/ledger-reader.js';
-import { buildReport } from '../src/audit/report/report-data.js';
+import { buildReport, diffsOfChangedVersions } from '../src/audit/report/report-data.js';
 import { renderReportPage } from '../src/audit/report/report-page.js';
 import { ROBOTS_FIXTURES_DIR } from '../test/robots/corpus-checks.js';
 
@@ -134,7 +135,8 @@ function writeStaticReport(ledgerPath: string, out: string): void {
   const reader = LedgerReader.open(ledgerPath);
   try {
     const nowMs = Date.now();
-    writeFileSync(out, renderReportPage(buildReport(reader, { fromMs: nowMs - 3_600_000, toMs: nowMs, limit: 200 }, nowMs), 'static'));
+    const data = buildReport(reader, { fromMs: nowMs - 3_600_000, toMs: nowMs, limit: 200 }, nowMs);
+    writeFileSync(out, renderReportPage(data, 'static', diffsOfChangedVersions(reader, data)));
   } finally {
     reader.close();
   }
@@ -162,15 +164,22 @@ async function main(): Promise<number> {
     ledger: { path: ledgerPath },
     // Far above the planned per-origin delay budget: no request is refused for waiting.
     pacing: { maxWait: '60s' },
-    // The 5xx origin's robots.txt is fetched once, however long a loaded machine makes the run.
-    robots: { errorRetry: '10m' },
+    // The 5xx origin's robots.txt is fetched once, however long a loaded machine makes the run;
+    // the changing one again each time its short max-age runs out.
+    robots: { errorRetry: '10m', minTtl: `${CHANGING_MAX_AGE_SECONDS}s` },
     https: { mode: 'tunnel' },
     log: { level: 'info' },
     stateDir: join(workDir, 'state'),
   });
 
   const origins = await startOriginFleet(
-    plans.map((p) => (p.spec.file === undefined ? { robotsStatus: p.spec.robotsStatus ?? 404 } : { robotsFile: join(corpusDir, p.spec.file) })),
+    plans.map((p) =>
+      p.spec.versions !== undefined
+        ? { robotsVersions: p.spec.versions, maxAgeSeconds: CHANGING_MAX_AGE_SECONDS }
+        : p.spec.file === undefined
+          ? { robotsStatus: p.spec.robotsStatus ?? 404 }
+          : { robotsFile: join(corpusDir, p.spec.file) },
+    ),
     PAGE_DELAY_MS,
   );
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
@@ -192,6 +201,9 @@ async function main(): Promise<number> {
       const sent = logTap.sent.filter((s) => s.url.startsWith(prefix)).map((s) => ({ path: s.url.slice(prefix.length - 1), userAgent: s.userAgent, atMs: s.atMs }));
       return { site, results: crawls[i]!.results, hits: hits[i] ?? [], sent };
     });
+    // The report names origins by address: say which robots.txt each one serves.
+    console.log(`\nOrigins (as the report names them):`);
+    for (const [i, plan] of plans.entries()) console.log(`  ${origins.urls[i]!}  ${plan.spec.label}`);
     if (isKept) {
       console.log(`\nThe proxy keeps running: open http://127.0.0.1:${proxy.adminAddress!.port}/report (Ctrl-C to stop).`);
       await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));

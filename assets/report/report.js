@@ -169,22 +169,57 @@
     return current !== null && values.indexOf(current) < 0 ? [current].concat(values) : values;
   }
 
+  function ruleLine(r) {
+    return r.robotsUrl + ' line ' + r.ruleLine + ' (Disallow: ' + r.rulePattern + ') ' + fmt(r.refusals) + '×';
+  }
+
   function renderHighlights() {
     var h = data.highlights;
     var box = el('div', { className: 'highlights', id: 'highlights' });
-    var refused = h.mostRefused === null
-      ? 'No bot was refused in this range.'
-      : botName(h.mostRefused.identity, h.mostRefused.token) + ': ' + fmt(h.mostRefused.refused) + ' refusals' +
-        (h.mostRefused.rule && h.mostRefused.rule.ruleLine !== null
-          ? ', most by ' + h.mostRefused.rule.robotsUrl + ' line ' + h.mostRefused.rule.ruleLine + ' (disallow ' + h.mostRefused.rule.rulePattern + ', ' + fmt(h.mostRefused.rule.refusals) + ' times)'
-          : h.mostRefused.rule ? ', most for ' + h.mostRefused.rule.reason : '');
-    box.appendChild(el('div', { className: 'highlight', id: 'answer-refused' }, el('h3', { text: 'Refused most' }), el('div', { className: 'answer', text: refused })));
-    var issues = h.robotsIssues.length === 0
-      ? 'No robots.txt changed or failed in this range.'
-      : h.robotsIssues.slice(0, 5).map(function (i) {
-          return i.origin + ': ' + (i.changes ? i.changes + ' change' + (i.changes > 1 ? 's' : '') : '') + (i.changes && i.failures ? ', ' : '') + (i.failures ? i.failures + ' failed fetch' + (i.failures > 1 ? 'es' : '') : '') + ' (now ' + i.lastState + (i.lastStatus ? ' ' + i.lastStatus : '') + ')';
-        }).join('; ');
-    box.appendChild(el('div', { className: 'highlight', id: 'answer-robots' }, el('h3', { text: 'robots.txt changed or failed' }), el('div', { className: 'answer', text: issues })));
+    var refused = el('div', { className: 'answer' });
+    if (h.mostRefused === null) {
+      refused.textContent = 'No bot was refused in this range.';
+    } else {
+      var m = h.mostRefused;
+      var parts = [];
+      if (m.refusedByRule) parts.push(fmt(m.refusedByRule) + ' by robots.txt rules');
+      if (m.robotsUnreachable) parts.push(fmt(m.robotsUnreachable) + ' robots.txt unreachable');
+      var other = m.refused - (m.refusedByRule || 0) - (m.robotsUnreachable || 0);
+      if (other > 0) parts.push(fmt(other) + ' other reasons');
+      refused.appendChild(el('div', { className: 'lead', id: 'answer-refused-bot', text: botName(m.identity, m.token) + ': ' + fmt(m.refused) + ' of ' + fmt(m.requests) + ' requests refused' + (parts.length ? ' (' + parts.join(', ') + ')' : '') }));
+      var rules = m.topRules || (m.rule ? [m.rule] : []);
+      if (rules.length > 0) {
+        var tied = rules.length > 1 && rules[1].refusals === rules[0].refusals;
+        refused.appendChild(el('div', { text: tied ? 'Rules that refused it most (a tie):' : 'Rule that refused it most:' }));
+        var list = el('ol', { className: 'rules', id: 'answer-refused-rules' });
+        rules.forEach(function (r) { list.appendChild(el('li', { text: ruleLine(r) })); });
+        refused.appendChild(list);
+        if (m.ruleCount > rules.length) refused.appendChild(el('div', { className: 'note', text: '+' + (m.ruleCount - rules.length) + ' more rules: see "Refusals by bot and robots.txt rule".' }));
+      }
+    }
+    box.appendChild(el('div', { className: 'highlight', id: 'answer-refused' }, el('h3', { text: 'Refused most' }), refused));
+
+    var issues = el('div', { className: 'answer' });
+    if (h.robotsIssues.length === 0) {
+      issues.textContent = 'No robots.txt changed or failed in this range.';
+    } else {
+      var items = el('ul', { className: 'issues' });
+      h.robotsIssues.slice(0, 5).forEach(function (i) {
+        var what = [];
+        if (i.changes) what.push(i.changes + ' change' + (i.changes > 1 ? 's' : ''));
+        if (i.failures) what.push(i.failures + ' failed fetch' + (i.failures > 1 ? 'es' : ''));
+        var now = i.lastState + (i.lastStatus ? ' ' + i.lastStatus : '') + (i.lastError ? ', ' + i.lastError : '');
+        var item = el('li', { 'data-origin': i.origin }, i.origin + ': ' + what.join(', ') + ' (now ' + now + ')');
+        if (i.latestChangeId !== null && i.latestChangeId !== undefined) {
+          item.appendChild(document.createTextNode(' '));
+          item.appendChild(el('button', { className: 'link', type: 'button', 'data-answer-diff': i.latestChangeId, text: 'show the latest diff', onclick: function () { showDiff(i.latestChangeId, true); } }));
+        }
+        items.appendChild(item);
+      });
+      issues.appendChild(items);
+      if (h.robotsIssues.length > 5) issues.appendChild(el('div', { className: 'note', text: '+' + (h.robotsIssues.length - 5) + ' more origins: see "Origins" and "robots.txt versions".' }));
+    }
+    box.appendChild(el('div', { className: 'highlight', id: 'answer-robots' }, el('h3', { text: 'robots.txt changed or failed' }), issues));
     var wait = h.longestWait === null
       ? 'No request waited in a queue in this range.'
       : botName(h.longestWait.identity, h.longestWait.token) + ': p95 ' + fmtMs(h.longestWait.waitP95Ms) + ', max ' + fmtMs(h.longestWait.waitMaxMs) + ' over ' + fmt(h.longestWait.paced) + ' paced requests';
@@ -277,7 +312,12 @@
     return lines.join('\r\n') + '\r\n';
   }
 
-  var WIDE = { url: 1, topRule: 1, description: 1, robotsUrl: 1, crawlDelays: 1, pressureOrigin: 0 };
+  /** Rows a table shows before its "Show all" button; the exports always carry every row. */
+  var ROWS_SHOWN = 25;
+  /** Tables the reader expanded (kept across reloads of the data). */
+  var expanded = {};
+
+  var WIDE = { url: 1, topRule: 1, description: 1, robotsUrl: 1, crawlDelays: 1, warningList: 1, pressureOrigin: 0 };
 
   function renderTable(name, title, note, extra) {
     var table = data.tables[name];
@@ -292,7 +332,8 @@
     table.columns.forEach(function (c) { thead.appendChild(el('th', { text: c.title, className: isNumeric(table, c.key) ? 'num' : '' })); });
     if (extra) thead.appendChild(el('th', { text: '' }));
     var tbody = el('tbody');
-    table.rows.forEach(function (r) {
+    var isCut = table.rows.length > ROWS_SHOWN && !expanded[name];
+    (isCut ? table.rows.slice(0, ROWS_SHOWN) : table.rows).forEach(function (r) {
       var tr = el('tr');
       table.columns.forEach(function (c) {
         var v = r[c.key];
@@ -303,6 +344,9 @@
       tbody.appendChild(tr);
     });
     section.appendChild(el('div', { className: 'table-wrap' }, el('table', { 'data-table': name }, el('thead', {}, thead), tbody)));
+    if (isCut) {
+      section.appendChild(el('button', { className: 'link more', type: 'button', 'data-more': name, text: 'Show all ' + fmt(table.rows.length) + ' rows (' + ROWS_SHOWN + ' shown)', onclick: function () { expanded[name] = true; section.replaceWith(renderTable(name, title, note, extra)); } }));
+    }
     return section;
   }
 
@@ -315,17 +359,25 @@
   }
 
   function diffButton(row) {
-    if (row.change !== 'changed') return null;
-    return el('button', { className: 'link', type: 'button', 'data-diff': row.id, text: 'diff', onclick: function () { showDiff(row.id); } });
+    var isChange = row.change === 'changed';
+    return el('button', { className: 'link', type: 'button', 'data-diff': row.id, text: isChange ? 'diff' : 'show', onclick: function () { showDiff(row.id); } });
   }
 
-  function showDiff(id) {
+  function showDiff(id, isFromAnswer) {
     var out = document.getElementById('diff');
     out.textContent = 'Loading…';
+    if (isFromAnswer) out.scrollIntoView({ block: 'center' });
     var shown = function (d) {
       out.textContent = '';
       if (!d) { out.textContent = 'This version is not in the report.'; return; }
-      if (d.diff === null) { out.textContent = 'No diff: the body of this version or of the one before it was not kept (not a 2xx answer, or older than ledger.robotsBodiesPerOrigin versions).'; return; }
+      var v = d.version;
+      var head = v.origin + ': version ' + v.id + ', ' + v.state + (v.status ? ' ' + v.status : '') + (v.error ? ' (' + v.error + ')' : '') + ', first fetched ' + new Date(v.firstFetchedMs).toISOString() +
+        (d.previous ? '; changed from version ' + d.previous.id + ' (' + d.previous.state + (d.previous.status ? ' ' + d.previous.status : '') + ', first fetched ' + new Date(d.previous.firstFetchedMs).toISOString() + ')' : '');
+      out.appendChild(el('span', { className: 'head', text: head + '\n' }));
+      (v.warnings || []).forEach(function (w) { out.appendChild(el('span', { className: 'warn', text: 'parse warning: ' + (w.line > 0 ? 'line ' + w.line + ': ' : '') + w.code + ' (' + w.message + ')\n' })); });
+      if (v.truncated) out.appendChild(el('span', { className: 'warn', text: 'truncated: only the first bytes were parsed (robots.maxBytes)\n' }));
+      out.appendChild(document.createTextNode('\n'));
+      if (d.diff === null) { out.appendChild(document.createTextNode('No diff: the body of this version or of the one before it was not kept (not a 2xx answer, or older than ledger.robotsBodiesPerOrigin versions).')); return; }
       d.diff.split('\n').forEach(function (line) {
         var cls = line.indexOf('+') === 0 && line.indexOf('+++') !== 0 ? 'add' : line.indexOf('-') === 0 && line.indexOf('---') !== 0 ? 'del' : '';
         out.appendChild(el('span', { className: cls, text: line + '\n' }));
@@ -356,7 +408,7 @@
     main.appendChild(renderTable('bots', 'Bots', 'One row per identity and product token. Wait percentiles are estimated from the ledger\'s coarse histogram. "Offered / allowed": the bot\'s busiest minute at one origin against what the crawl-delay in force allows per minute (above 1: it pushed harder than the delay allows and was queued or refused). ' + data.catalogSource + '.'));
     main.appendChild(renderTable('bot-rules', 'Refusals by bot and robots.txt rule', refusalNote()));
     main.appendChild(renderTable('origins', 'Origins', 'robots.txt health per origin: the latest version as of the end of the range, its changes and failed fetches within it, the crawl-delays the file gives, the delay the queue applied, and the upstream 429/503 answers that paused the origin.'));
-    var versions = renderTable('robots-versions', 'robots.txt versions', 'A new row each time an origin\'s robots.txt changed (content, status or state). "diff" shows what changed from the version before.', diffButton);
+    var versions = renderTable('robots-versions', 'robots.txt versions', 'Status history: a new row each time an origin\'s robots.txt changed (content, status or state), with its fetches. "diff" shows what changed from the version before, "show" a first version; both list its parse warnings.', diffButton);
     versions.appendChild(el('pre', { className: 'diff', id: 'diff', text: 'Choose "diff" on a changed version.' }));
     main.appendChild(versions);
     main.appendChild(renderTable('refusals', 'Latest refusals', refusalNote()));

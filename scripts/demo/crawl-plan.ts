@@ -40,7 +40,24 @@ export interface SiteSpec {
   file?: string;
   /** Status answered for /robots.txt when there is no file. */
   robotsStatus?: number;
+  /**
+   * robots.txt bodies served in turn instead of a file: the first fetch gets the first, each
+   * later fetch the next (the last one stays), with `Cache-Control: max-age` of
+   * {@link CHANGING_MAX_AGE_SECONDS}, so the proxy fetches it again during the crawl and the
+   * ledger records each version.
+   */
+  versions?: readonly string[];
 }
+
+/** Lifetime the changing robots.txt gives itself, seconds (the demo lowers `robots.minTtl` to it). */
+export const CHANGING_MAX_AGE_SECONDS = 2;
+
+/** A site that tightens its robots.txt while being crawled: first paths, then AI crawlers. */
+const CHANGING_VERSIONS: readonly string[] = [
+  'User-agent: *\nCrawl-delay: 0.5\nDisallow: /private/\n',
+  'User-agent: *\nCrawl-delay: 0.5\nDisallow: /private/\nDisallow: /news/\nDisallow: /search\n',
+  'User-agent: *\nCrawl-delay: 0.5\nDisallow: /private/\nDisallow: /news/\nDisallow: /search\n\nUser-agent: GPTBot\nUser-agent: ClaudeBot\nUser-agent: CCBot\nDisallow: /\n',
+];
 
 /** The real robots.txt files (test/fixtures/robots/), each chosen for what it exercises. */
 export const SITES: readonly SiteSpec[] = [
@@ -58,6 +75,7 @@ export const SITES: readonly SiteSpec[] = [
   { label: 'github.com.txt', file: 'github.com.txt' }, // 25 groups, `*` Disallow: / for unnamed bots
   { label: '(robots.txt answers 503)', robotsStatus: 503 },
   { label: '(robots.txt answers 404)', robotsStatus: 404 },
+  { label: '(robots.txt changes)', versions: CHANGING_VERSIONS },
 ];
 
 /** Ordinary paths every bot also asks for (some hit rules by themselves). */
@@ -86,8 +104,11 @@ export interface PlannedRequest {
   bot: Bot;
   /** Path plus query, already as the proxy will see it (URL-normalised). */
   path: string;
-  /** The verdict the offline engine expects (`deny` for an unreachable robots.txt). */
-  expected: 'allow' | 'deny';
+  /**
+   * The verdict the offline engine expects (`deny` for an unreachable robots.txt); `either` when
+   * the versions of a changing robots.txt disagree (which one applies depends on timing).
+   */
+  expected: 'allow' | 'deny' | 'either';
   /** Crawl-delay of the group that applies to the bot, seconds; 0 when none. */
   delaySeconds: number;
 }
@@ -95,7 +116,7 @@ export interface PlannedRequest {
 /** A site with its robots.txt bytes and its planned requests, in the order they are sent. */
 export interface PlannedSite {
   spec: SiteSpec;
-  /** The file's bytes, or undefined for a status-only origin. */
+  /** The file's bytes (the last version of a changing one), or undefined for a status-only origin. */
   robotsBody: Buffer | undefined;
   requests: PlannedRequest[];
   /** Declared Crawl-delay per bot name, seconds, or null when its group has none (or there is no file). */
@@ -135,20 +156,29 @@ function rulePaths(robots: RobotsTxt | undefined, tokens: readonly string[], cou
  * @throws Error when the corpus file cannot be read.
  */
 export function planSite(spec: SiteSpec, corpusDir: string, delayBudgetSeconds: number): PlannedSite {
-  const robotsBody = spec.file === undefined ? undefined : readFileSync(join(corpusDir, spec.file));
-  const robots = robotsBody === undefined ? undefined : parseRobotsTxt(robotsBody);
+  const bodies = spec.versions !== undefined ? spec.versions.map((v) => Buffer.from(v)) : spec.file === undefined ? [] : [readFileSync(join(corpusDir, spec.file))];
+  const robotsBody = bodies.at(-1);
+  const everyVersion = bodies.map((body) => parseRobotsTxt(body));
+  // Paths come from the last version, which names the most rules.
+  const robots = everyVersion.at(-1);
   const isUnreachable = spec.robotsStatus !== undefined && spec.robotsStatus >= 500;
+  const expectedOf = (tokens: readonly string[], path: string): PlannedRequest['expected'] => {
+    if (isUnreachable) return 'deny';
+    if (everyVersion.length === 0) return 'allow';
+    const verdicts = new Set(everyVersion.map((r) => (evaluate(r, tokens, path).allowed ? 'allow' : 'deny')));
+    return verdicts.size === 1 ? [...verdicts][0]! : 'either';
+  };
   const perBot = BOTS.map((bot, b) => {
     const tokens = extractProductTokens(bot.userAgent);
-    const delay = robots === undefined ? null : (selectGroup(robots, tokens).group?.crawlDelaySeconds ?? null);
+    const delays = everyVersion.map((r) => selectGroup(r, tokens).group?.crawlDelaySeconds ?? null).filter((d): d is number => d !== null);
+    const delay = delays.length === 0 ? null : Math.max(...delays);
     // Ordinary paths fill the places that rules cannot (a file with no rules for this bot, no file).
     const fromRules = rulePaths(robots, tokens, RULE_PATHS_PER_BOT, b);
     const ordinaryCount = PATHS_PER_BOT - fromRules.length;
     const ordinary = Array.from({ length: ordinaryCount }, (_, k) => normalisePathAndQuery(ORDINARY_PATHS[(b * ORDINARY_PER_BOT + k) % ORDINARY_PATHS.length]!));
     const paths = [...fromRules, ...ordinary];
     const requests = paths.map((path): PlannedRequest => {
-      const expected = isUnreachable ? 'deny' : robots === undefined || evaluate(robots, tokens, path).allowed ? 'allow' : 'deny';
-      return { bot, path, expected, delaySeconds: delay ?? 0 };
+      return { bot, path, expected: expectedOf(tokens, path), delaySeconds: delay ?? 0 };
     });
     return { bot, delay, requests };
   });
@@ -160,7 +190,7 @@ export function planSite(spec: SiteSpec, corpusDir: string, delayBudgetSeconds: 
     for (const { requests: own } of perBot) {
       const request = own[k];
       if (request === undefined) continue;
-      if (request.expected === 'allow' && request.delaySeconds > 0) {
+      if (request.expected !== 'deny' && request.delaySeconds > 0) {
         if (spentSeconds + request.delaySeconds > delayBudgetSeconds) continue;
         spentSeconds += request.delaySeconds;
       }

@@ -14,10 +14,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 
-/** An origin to start: robots.txt from `robotsFile`, else `robotsStatus`. */
+/** An origin to start: robots.txt from `robotsFile`, else `robotsVersions` in turn, else `robotsStatus`. */
 export interface ChildSite {
   robotsFile?: string;
   robotsStatus?: number;
+  /** Bodies served in turn (fetch n gets version min(n, last)), each with `Cache-Control: max-age=<maxAgeSeconds>`. */
+  robotsVersions?: readonly string[];
+  maxAgeSeconds?: number;
 }
 
 /** One request as the origin saw it. */
@@ -35,8 +38,15 @@ export type FromChild = { type: 'ready'; ports: number[] } | { type: 'hits'; hit
 
 async function startOrigin(site: ChildSite, pageDelayMs: number, hits: ChildHit[]): Promise<http.Server> {
   const robotsBody = site.robotsFile === undefined ? undefined : readFileSync(site.robotsFile);
+  let robotsFetches = 0;
   const server = http.createServer((req, res) => {
     hits.push({ path: req.url ?? '', userAgent: req.headers['user-agent'] ?? '', atMs: performance.now() });
+    if (req.url === '/robots.txt' && site.robotsVersions !== undefined && site.robotsVersions.length > 0) {
+      const body = site.robotsVersions[Math.min(robotsFetches++, site.robotsVersions.length - 1)]!;
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': `max-age=${site.maxAgeSeconds ?? 60}` });
+      res.end(body);
+      return;
+    }
     if (req.url === '/robots.txt') {
       const status = robotsBody === undefined ? (site.robotsStatus ?? 404) : 200;
       res.writeHead(status, { 'content-type': 'text/plain' });

@@ -16,8 +16,8 @@ export interface CrawlResult {
   verdict: string;
   /** The decision's reason (or the client error code when verdict is `error`). */
   reason: string;
-  /** The verdict the offline engine planned. */
-  expected: 'allow' | 'deny';
+  /** The verdict the offline engine planned (`either`: the versions of a changing robots.txt disagree). */
+  expected: 'allow' | 'deny' | 'either';
 }
 
 /** One request start: as the origin saw it, or as the proxy sent it. */
@@ -97,7 +97,7 @@ export function renderTable(outcomes: SiteOutcome[], userAgentToBot: Map<string,
     const robotsFetches = hits.length - pages.length;
     const refusedKeys = new Set(results.filter((r) => r.verdict !== 'allow').map((r) => `${r.botName} ${r.path}`));
     leaks += pages.filter((h) => refusedKeys.has(`${userAgentToBot.get(h.userAgent)} ${h.path}`)).length;
-    mismatches += results.filter((r) => (r.verdict === 'allow' ? 'allow' : 'deny') !== r.expected).length;
+    mismatches += results.filter((r) => r.expected !== 'either' && (r.verdict === 'allow' ? 'allow' : 'deny') !== r.expected).length;
     const spanS = pages.length >= 2 ? (pages[pages.length - 1]!.atMs - pages[0]!.atMs) / 1000 : 0;
     const rate = spanS > 0 ? ((pages.length - 1) / spanS).toFixed(2) : '–';
     const delayMsByAgent = new Map<string, number>();
@@ -137,7 +137,8 @@ export function renderTable(outcomes: SiteOutcome[], userAgentToBot: Map<string,
 export function renderFooter(facts: { connections: number; budgetSeconds: number }): string[] {
   return [
     'Columns:',
-    '  origin serves  the robots.txt this 127.0.0.1 origin serves, read from test/fixtures/robots/, or the status it answers instead',
+    '  origin serves  the robots.txt this 127.0.0.1 origin serves, read from test/fixtures/robots/, or the status it answers instead;',
+    '                 "(robots.txt changes)" serves three versions in turn, each for 2 s (Cache-Control: max-age=2)',
     '  reqs           requests the crawler sent to this origin through the proxy (several real bot User-Agents; paths built from',
     '                 the rules of the group that applies to each bot, so some are disallowed, plus ordinary paths)',
     '  allowed        allowed by the proxy and answered 2xx by the origin',
@@ -146,7 +147,7 @@ export function renderFooter(facts: { connections: number; budgetSeconds: number
     '  queue-full     (if present) refused with 429: the wait for a start slot would exceed pacing.maxWait',
     '  other          anything else (upstream errors, client errors); 0 is expected',
     '  hits           page requests the origin actually received; equal to "allowed" when nothing refused leaked through',
-    '  robots         robots.txt fetches the origin received (the proxy fetches once per origin, however many bots ask at once)',
+    '  robots         robots.txt fetches the origin received (once per origin and cache lifetime, however many bots ask at once)',
     '  rate/s         page requests per second at the origin, first to last (a Crawl-delay of d s caps it at 1/d)',
     '  gap seen/need  smallest time between two consecutive request starts as the origin saw them, and the Crawl-delay',
     '                 that applied there, ms. Only gaps that end at a request whose bot has a delay count (the one with',

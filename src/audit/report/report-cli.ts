@@ -7,12 +7,9 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../../errors.js';
 import { LedgerReader } from './ledger-reader.js';
-import { buildReport, diffVersion, type ReportData, type VersionDiff } from './report-data.js';
+import { buildReport, diffsOfChangedVersions, type ReportData, type VersionDiff } from './report-data.js';
 import { parseReportQuery } from './report-query.js';
 import { renderReportPage } from './report-page.js';
-
-/** robots.txt diffs embedded in a static page at most (the latest changes first). */
-const MAX_EMBEDDED_DIFFS = 50;
 
 /** The usage text of `robots-proxy report`. */
 export const REPORT_USAGE = `robots-proxy report [--config FILE | --ledger FILE | --from-logs FILE...]
@@ -91,8 +88,7 @@ export async function runReportCommand(args: string[], deps: ReportCommandDeps):
   let diffs: VersionDiff[];
   try {
     data = buildReport(reader, parsed.query, nowMs);
-    const changed = data.tables['robots-versions'].rows.filter((r) => r['change'] === 'changed').slice(0, MAX_EMBEDDED_DIFFS);
-    diffs = changed.map((r) => diffVersion(reader, Number(r['id']))).filter((d): d is VersionDiff => d !== undefined);
+    diffs = diffsOfChangedVersions(reader, data);
   } finally {
     reader.close();
   }

@@ -26,10 +26,27 @@ export type TableName = (typeof TABLE_NAMES)[number];
 
 /** The answers a person looks for first. */
 export interface Highlights {
-  /** The bot with the most refusals, and the robots.txt rule that refused it most. */
-  mostRefused: { identity: string; token: string; refused: number; rule: RuleCount | null } | null;
-  /** Origins whose robots.txt changed (a new content) or failed (unreachable) in the range. */
-  robotsIssues: Array<{ origin: string; changes: number; failures: number; lastState: string; lastStatus: number | null }>;
+  /**
+   * The bot with the most refusals, and the robots.txt rule that refused it most (`rule`), with
+   * the next ones (`topRules`, at most {@link TOP_RULES_SHOWN}, most refusals first) and how many
+   * distinct rules refused it (`ruleCount`): a tie at the top is visible, not hidden.
+   */
+  mostRefused: {
+    identity: string;
+    token: string;
+    requests: number;
+    refused: number;
+    refusedByRule: number;
+    robotsUnreachable: number;
+    rule: RuleCount | null;
+    topRules: RuleCount[];
+    ruleCount: number;
+  } | null;
+  /**
+   * Origins whose robots.txt changed (a new content) or failed (unreachable) in the range;
+   * `latestChangeId`: the newest changed version in the range (its diff), or null.
+   */
+  robotsIssues: Array<{ origin: string; changes: number; failures: number; lastState: string; lastStatus: number | null; lastError: string | null; latestChangeId: number | null }>;
   /** The bot with the longest queue wait (p95, then max). */
   longestWait: { identity: string; token: string; waitP95Ms: number | null; waitMaxMs: number; paced: number } | null;
 }
@@ -80,6 +97,18 @@ function ruleText(r: RuleCount): string {
   return `${r.robotsUrl ?? ''} line ${r.ruleLine}: disallow ${r.rulePattern ?? ''}`;
 }
 
+/** Rules of the most refused bot named in its answer. */
+export const TOP_RULES_SHOWN = 3;
+/** Parse warnings listed per robots.txt version in its table cell (all of them are in the diff view). */
+const WARNINGS_LISTED = 5;
+
+/** `line 3: unknown-directive; line 9: invalid-line (+4)` from a version's parse warnings; null when none. */
+function warningText(warnings: ReadonlyArray<{ line: number; code: string }>): string | null {
+  if (warnings.length === 0) return null;
+  const shown = warnings.slice(0, WARNINGS_LISTED).map((w) => (w.line > 0 ? `line ${w.line}: ${w.code}` : w.code));
+  return warnings.length > WARNINGS_LISTED ? `${shown.join('; ')} (+${warnings.length - WARNINGS_LISTED})` : shown.join('; ');
+}
+
 /** `*: 2s, gptbot: 10s` from a version's crawl-delays. */
 function crawlDelayText(delays: Record<string, number>): string {
   const entries = Object.entries(delays);
@@ -99,21 +128,28 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
   const bots = reader.bots(query);
   const pressure = new Map(reader.pressure(query).map((p) => [`${p.identity}\n${p.token}`, p]));
   const ruleCounts = reader.ruleCounts({ ...query, limit: Math.max(query.limit, 1000) });
-  const topRuleOf = new Map<string, RuleCount>();
+  // The rules that refused each bot, most refusals first (ruleCounts is sorted so).
+  const rulesOf = new Map<string, RuleCount[]>();
   for (const r of ruleCounts) {
+    if (r.reason !== 'rule-disallow') continue;
     const key = `${r.identity}\n${r.token}`;
-    const held = topRuleOf.get(key);
-    if (r.reason === 'rule-disallow' && (held === undefined || r.refusals > held.refusals)) topRuleOf.set(key, r);
+    const held = rulesOf.get(key);
+    if (held === undefined) rulesOf.set(key, [r]);
+    else held.push(r);
   }
+  const topRuleOf = new Map([...rulesOf].map(([key, rules]) => [key, rules[0]!]));
   const userAgents = reader.userAgents(bots.map((b) => b.token));
   const origins = reader.origins(query);
   const latest = new Map(reader.latestVersions({ ...query, limit: Math.max(query.limit, 5_000) }).map((v) => [v.origin, v]));
   const versions = reader.versions(query);
-  const changesOf = new Map<string, { changes: number; failures: number }>();
+  const changesOf = new Map<string, { changes: number; failures: number; latestChangeId: number | null }>();
   for (const v of versions) {
-    const c = changesOf.get(v.origin) ?? { changes: 0, failures: 0 };
+    const c = changesOf.get(v.origin) ?? { changes: 0, failures: 0, latestChangeId: null };
     // A change: a new version (content, status or state) that replaced an earlier one within the range.
-    if (v.hasPrevious && v.firstFetchedMs >= query.fromMs) c.changes++;
+    if (v.hasPrevious && v.firstFetchedMs >= query.fromMs) {
+      c.changes++;
+      c.latestChangeId = Math.max(c.latestChangeId ?? 0, v.id);
+    }
     if (v.state === 'unreachable') c.failures++;
     changesOf.set(v.origin, c);
   }
@@ -226,6 +262,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
     bytes: v.bytes,
     truncated: v.truncated ? 'yes' : 'no',
     warnings: v.warnings.length,
+    warningList: warningText(v.warnings),
     change: v.hasPrevious ? 'changed' : 'first seen',
     sha256: v.sha256 === '' ? null : v.sha256.slice(0, 12),
     body: v.hasBody ? (v.bodyCut ? 'kept (cut)' : 'kept') : null,
@@ -246,6 +283,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
   }));
 
   const mostRefusedBot = [...bots].sort((a, b) => b.totals.refused - a.totals.refused)[0];
+  const mostRefusedRules = mostRefusedBot === undefined ? [] : (rulesOf.get(`${mostRefusedBot.identity}\n${mostRefusedBot.token}`) ?? []);
   const waited = botRows.filter((b) => b.paced > 0).sort((a, b) => (b.waitP95Ms ?? 0) - (a.waitP95Ms ?? 0) || b.waitMaxMs - a.waitMaxMs)[0];
   const highlights: Highlights = {
     mostRefused:
@@ -254,11 +292,19 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
         : {
             identity: mostRefusedBot.identity,
             token: mostRefusedBot.token,
+            requests: mostRefusedBot.totals.requests,
             refused: mostRefusedBot.totals.refused,
-            rule: topRuleOf.get(`${mostRefusedBot.identity}\n${mostRefusedBot.token}`) ?? null,
+            refusedByRule: mostRefusedBot.totals.refusedByRule,
+            robotsUnreachable: mostRefusedBot.totals.robotsUnreachable,
+            rule: mostRefusedRules[0] ?? null,
+            topRules: mostRefusedRules.slice(0, TOP_RULES_SHOWN),
+            ruleCount: mostRefusedRules.length,
           },
     robotsIssues: [...changesOf]
-      .map(([origin, c]) => ({ origin, changes: c.changes, failures: c.failures, lastState: latest.get(origin)?.state ?? '', lastStatus: latest.get(origin)?.status ?? null }))
+      .map(([origin, c]) => {
+        const last = latest.get(origin);
+        return { origin, changes: c.changes, failures: c.failures, lastState: last?.state ?? '', lastStatus: last?.status ?? null, lastError: last?.error ?? null, latestChangeId: c.latestChangeId };
+      })
       .filter((i) => i.changes > 0 || i.failures > 0)
       .sort((a, b) => b.failures + b.changes - (a.failures + a.changes)),
     longestWait: waited === undefined ? null : { identity: waited.identity, token: waited.token, waitP95Ms: waited.waitP95Ms, waitMaxMs: waited.waitMaxMs, paced: waited.paced },
@@ -361,7 +407,16 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
       ),
       origins: table(
         [
+          // robots.txt health first: it is what this table is read for, and wide tables scroll.
           ['origin', 'Origin'],
+          ['robotsState', 'robots.txt state'],
+          ['robotsStatus', 'Status'],
+          ['robotsChanges', 'Changes in range'],
+          ['robotsFailures', 'Failed fetches in range'],
+          ['robotsWarnings', 'Parse warnings'],
+          ['robotsTruncated', 'Truncated'],
+          ['crawlDelays', 'Crawl-delay in the file (s)'],
+          ['delayMaxMs', 'Delay applied (ms)'],
           ['requests', 'Requests'],
           ['allowed', 'Allowed'],
           ['refused', 'Refused'],
@@ -371,16 +426,8 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['bots', 'Bots'],
           ['backoffs', 'Upstream 429/503 pauses'],
           ['upstream5xx', 'Upstream 5xx'],
-          ['delayMaxMs', 'Delay applied (ms)'],
-          ['crawlDelays', 'Crawl-delay in the file (s)'],
-          ['robotsState', 'robots.txt state'],
-          ['robotsStatus', 'Status'],
           ['robotsError', 'Error'],
           ['robotsFetchedAt', 'Last fetched'],
-          ['robotsChanges', 'Changes in range'],
-          ['robotsFailures', 'Failed fetches in range'],
-          ['robotsWarnings', 'Parse warnings'],
-          ['robotsTruncated', 'Truncated'],
         ],
         originRows,
       ),
@@ -397,6 +444,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['bytes', 'Bytes'],
           ['truncated', 'Truncated'],
           ['warnings', 'Warnings'],
+          ['warningList', 'Parse warnings (line: code)'],
           ['change', 'Change'],
           ['sha256', 'SHA-256'],
           ['body', 'Body'],
@@ -449,4 +497,17 @@ export function diffVersion(reader: LedgerReader, id: number): VersionDiff | und
   const label = (v: RobotsVersion | null): string => (v === null ? '(none)' : `version ${v.id} (${new Date(v.firstFetchedMs).toISOString()})`);
   const diff = body === null || before === null ? null : createTwoFilesPatch(label(found.previous), label(found.version), before, body, undefined, undefined, { context: 3 });
   return { version: found.version, previous: found.previous, diff, body };
+}
+
+/** robots.txt diffs embedded in a static page at most (the latest changes first). */
+export const MAX_EMBEDDED_DIFFS = 50;
+
+/**
+ * The diffs of the changed robots.txt versions a report lists (at most {@link MAX_EMBEDDED_DIFFS},
+ * in the report's order, newest first), for a static page that cannot fetch them.
+ * @throws SQLite errors from the reader.
+ */
+export function diffsOfChangedVersions(reader: LedgerReader, data: ReportData): VersionDiff[] {
+  const changed = data.tables['robots-versions'].rows.filter((r) => r['change'] === 'changed').slice(0, MAX_EMBEDDED_DIFFS);
+  return changed.map((r) => diffVersion(reader, Number(r['id']))).filter((d): d is VersionDiff => d !== undefined);
 }

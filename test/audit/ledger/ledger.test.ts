@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, openSync, closeSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { startOrigin, startTestProxy, siteHandler, proxyGet } from '../../helpers/harness.js';
 import { startProxyProcess } from '../../helpers/processes.js';
@@ -293,6 +293,44 @@ describe('ledger: reload and shutdown', () => {
     assert.equal(totalRequests(path), 5, 'the requests before and after the reload');
   });
 
+
+  it('a real process: SIGHUP reloads without losing what was aggregated, SIGTERM then writes all of it', async () => {
+    const origin = await startOrigin(siteHandler({ robots: 'User-agent: GPTBot\nDisallow: /private/\n' }));
+    const dir = tempDir();
+    const path = join(dir, 'ledger.sqlite');
+    // One flush a minute: nothing reaches the file before the SIGTERM, so the reload had to keep it all in memory.
+    const yaml = (maxWait: string): string =>
+      `listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\nstateDir: $STATE\nlog: { level: info }\npacing: { maxWait: ${maxWait} }\nledger: { path: ${JSON.stringify(path)}, flushInterval: 1m }\n`;
+    const proxy = await startProxyProcess(yaml('60s'));
+    try {
+      assert.deepEqual(await sendMany(proxy.proxyPort, `${origin.url}/private/a`, UA.gpt, 3), [403, 403, 403]);
+      assert.deepEqual(await sendMany(proxy.proxyPort, `${origin.url}/a`, UA.gpt, 2), [200, 200]);
+      await proxy.waitForAccessLines(5);
+      writeFileSync(proxy.configPath, yaml('30s').replaceAll('$STATE', join(dirname(proxy.configPath), 'state')));
+      proxy.kill('SIGHUP');
+      const reloaded = await proxy.waitForEvent('config-reloaded');
+      assert.ok((reloaded['applied'] as string[]).includes('pacing.maxWait'), JSON.stringify(reloaded));
+      assert.equal(Number(totalRequests(path)), 0, 'nothing written yet: one flush a minute');
+      assert.deepEqual(await sendMany(proxy.proxyPort, `${origin.url}/private/b`, UA.gpt, 1), [403]);
+      assert.deepEqual(await sendMany(proxy.proxyPort, `${origin.url}/b`, UA.gpt, 1), [200]);
+      await proxy.waitForAccessLines(7);
+      proxy.kill('SIGTERM');
+      assert.equal((await proxy.exited).code, 0);
+    } finally {
+      await proxy.close();
+      await origin.close();
+    }
+    const db = openReadOnly(path);
+    try {
+      const byKey = requestsByKey(db);
+      assert.equal(byKey.get(`GPTBot ${origin.url} deny rule-disallow`), 4, 'refusals before and after the SIGHUP');
+      assert.equal(byKey.get(`GPTBot ${origin.url} allow no-matching-rule`), 3, 'allowed requests before and after the SIGHUP');
+      assert.equal((db.prepare('SELECT count(*) AS n FROM refusals').get() as { n: number }).n, 4);
+      assert.equal((db.prepare('SELECT count(*) AS n FROM robots_versions').get() as { n: number }).n, 1, 'the robots.txt fetch too');
+    } finally {
+      db.close();
+    }
+  });
 
   it('SIGTERM writes what was aggregated since the last flush', async () => {
     const origin = await startOrigin(siteHandler({ robots: 'User-agent: GPTBot\nDisallow: /\n' }));

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import type Database from 'better-sqlite3';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { LedgerReader } from '../../../src/audit/report/ledger-reader.js';
-import { buildReport } from '../../../src/audit/report/report-data.js';
+import { buildReport, diffsOfChangedVersions } from '../../../src/audit/report/report-data.js';
 import { renderReportPage } from '../../../src/audit/report/report-page.js';
 import { openReadOnly, tempDir } from '../ledger/support.js';
 import { startTrafficScenario, type TrafficScenario } from './support.js';
@@ -88,10 +88,13 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
   });
 
   it('answers which bot was refused most and by which line, which robots.txt changed or failed, which bot waited longest', async () => {
-    const refused = (await page.textContent('#answer-refused .answer')) ?? '';
-    assert.match(refused, new RegExp(`^GPTBot: 6 refusals, most by ${s.shop.url.replace(/[.]/g, '\\.')}/robots\\.txt line 2 \\(disallow /private/, 4 times\\)`));
+    const gptRequests = (db.prepare("SELECT sum(requests) AS n FROM rollups WHERE token = 'GPTBot'").get() as { n: number }).n;
+    assert.equal(await page.textContent('#answer-refused-bot'), `GPTBot: 6 of ${gptRequests} requests refused (6 by robots.txt rules)`);
+    const rules = await page.$$eval('#answer-refused-rules li', (items) => items.map((i) => i.textContent));
+    assert.deepEqual(rules, [`${s.shop.url}/robots.txt line 2 (Disallow: /private/) 4×`, `${s.shop.url}/robots.txt line 3 (Disallow: /cart/) 2×`]);
+    assert.match((await page.textContent('#answer-refused')) ?? '', /Rule that refused it most:/, 'no tie at the top: one rule is named the most');
     const robots = (await page.textContent('#answer-robots .answer')) ?? '';
-    assert.ok(robots.includes(`${s.shop.url}: 1 change`), robots);
+    assert.ok(robots.includes(`${s.shop.url}: 1 change (now ok 200)`), robots);
     assert.ok(robots.includes(`${s.down.url}: 1 failed fetch (now unreachable 503)`), robots);
     assert.match((await page.textContent('#answer-wait .answer')) ?? '', /^GPTBot: p95 \d+ ms, max \d+ ms over \d+ paced requests$/);
   });
@@ -103,9 +106,22 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     assert.ok((await paintedPixels(page, '#chart-wait canvas')) > 500, 'the wait chart has lines and axes on it');
   });
 
-  it('shows the diff of a changed robots.txt', async () => {
+  it('shows the diff of a changed robots.txt, with its parse warnings, from the answer and from the versions table', async () => {
+    const showsDiff = () => page.waitForFunction(() => (globalThis as unknown as BrowserGlobal).document.getElementById('diff')!.textContent!.includes('@@'));
+    await page.click(`#answer-robots li[data-origin="${s.shop.url}"] [data-answer-diff]`);
+    await showsDiff();
+    const diff = (await page.textContent('#diff')) ?? '';
+    assert.match(diff, /^\+Disallow: \/cart\/$/m);
+    assert.match(diff, /^\+Noindex: \/tmp\/$/m);
+    assert.match(diff, /^parse warning: line 8: unknown-directive/m);
+    assert.ok(diff.startsWith(`${s.shop.url}: version `), diff);
+    const warned = await page.$$eval('table[data-table="robots-versions"] [data-key="warningList"]', (cells) => cells.map((c) => c.textContent));
+    assert.ok(warned.includes('line 8: unknown-directive'), warned.join(' | '));
+    await page.evaluate(() => {
+      (globalThis as unknown as BrowserGlobal).document.getElementById('diff')!.textContent = '';
+    });
     await page.click('table[data-table="robots-versions"] [data-diff]');
-    await page.waitForFunction(() => (globalThis as unknown as BrowserGlobal).document.getElementById('diff')!.textContent!.includes('@@'));
+    await showsDiff();
     assert.match((await page.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m);
   });
 
@@ -126,7 +142,8 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
   it('renders the static file the CLI writes, without any request', async () => {
     const reader = LedgerReader.open(s.ledgerPath);
     const nowMs = Date.now();
-    const html = renderReportPage(buildReport(reader, { fromMs: nowMs - 3_600_000, toMs: nowMs, limit: 200 }, nowMs), 'static');
+    const data = buildReport(reader, { fromMs: nowMs - 3_600_000, toMs: nowMs, limit: 200 }, nowMs);
+    const html = renderReportPage(data, 'static', diffsOfChangedVersions(reader, data));
     reader.close();
     const file = join(tempDir(), 'report.html');
     writeFileSync(file, html);
@@ -136,6 +153,8 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     await staticPage.goto(`file://${file}`);
     await staticPage.waitForSelector('#summary [data-key="requests"]');
     assert.equal(await staticPage.textContent('#summary [data-key="requests"] .value'), '16');
+    await staticPage.click(`#answer-robots li[data-origin="${s.shop.url}"] [data-answer-diff]`);
+    assert.match((await staticPage.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m, 'the static file carries its diffs');
     assert.deepEqual(requests, [`file://${file}`], 'only the file itself is loaded');
     await staticPage.close();
   });

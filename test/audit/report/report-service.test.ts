@@ -10,7 +10,7 @@ import { parse } from 'csv-parse/sync';
 import type Database from 'better-sqlite3';
 import { startTestProxy } from '../../helpers/harness.js';
 import { openReadOnly } from '../ledger/support.js';
-import { startTrafficScenario, type TrafficScenario } from './support.js';
+import { SHOP_ROBOTS_V2, startTrafficScenario, type TrafficScenario } from './support.js';
 
 interface TableAnswer {
   columns: Array<{ key: string; title: string }>;
@@ -107,7 +107,10 @@ describe('report endpoints on the admin listener', () => {
     assert.ok(changed, 'the shop has a changed version');
     const diff = (await (await fetch(`${s.proxy.adminUrl}/report/robots-diff.json?id=${changed['id']}`)).json()) as { diff: string; body: string };
     assert.match(diff.diff, /^\+Disallow: \/cart\/$/m);
-    assert.equal(diff.body, 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\n');
+    assert.equal(diff.body, SHOP_ROBOTS_V2);
+    assert.equal(changed['warnings'], 1);
+    assert.equal(changed['warningList'], 'line 8: unknown-directive');
+    assert.equal(shop['robotsWarnings'], 1, 'the latest version\'s parse warnings');
   });
 
   it('a filter narrows every table', async () => {

@@ -10,7 +10,8 @@ import type { RunningProxy } from '../../../src/main.js';
 import { sendMany, tempDir, UA } from '../ledger/support.js';
 
 export const SHOP_ROBOTS_V1 = 'User-agent: GPTBot\nDisallow: /private/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\n';
-export const SHOP_ROBOTS_V2 = 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\n';
+/** The shop's second version: a new rule (line 3), and a line the parser warns about (line 8, unknown-directive). */
+export const SHOP_ROBOTS_V2 = 'User-agent: GPTBot\nDisallow: /private/\nDisallow: /cart/\nCrawl-delay: 0.3\n\nUser-agent: *\nAllow: /\nNoindex: /tmp/\n';
 
 /** The proxy, its origins, and where its ledger is. */
 export interface TrafficScenario {
