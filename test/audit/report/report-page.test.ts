@@ -139,6 +139,49 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     assert.deepEqual(errors, [], 'no error in the page');
   });
 
+  it('switches the time range: a preset, then a custom range', async () => {
+    const ranged = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    ranged.on('pageerror', (error) => errors.push(String(error)));
+    try {
+      await ranged.goto(`${s.proxy.adminUrl}/report?range=1h`);
+      await ranged.waitForSelector('#summary [data-key="requests"]');
+      const total = String((db.prepare('SELECT sum(requests) AS n FROM rollups').get() as { n: number }).n);
+      const spanMs = async (): Promise<number> => {
+        const [from, to] = ((await ranged.textContent('#range-text')) ?? '').split(' · ')[0]!.split(' – ');
+        return Date.parse(to!) - Date.parse(from!);
+      };
+      assert.equal(await spanMs(), 3_600_000);
+      await ranged.selectOption('#range', '7d');
+      await ranged.waitForURL(/range=7d/);
+      await ranged.waitForFunction(() => ((globalThis as unknown as BrowserGlobal).document.getElementById('range-text')!.textContent ?? '').length > 0);
+      await ranged.waitForFunction((ms) => {
+        const [from, to] = ((globalThis as unknown as BrowserGlobal).document.getElementById('range-text')!.textContent ?? '').split(' · ')[0]!.split(' – ');
+        return Date.parse(to!) - Date.parse(from!) === ms;
+      }, 7 * 86_400_000);
+      assert.equal(await ranged.textContent('#summary [data-key="requests"] .value'), total, 'all the traffic is within 7 days');
+      assert.equal(await ranged.getAttribute('#section-bots a[data-export="json"]', 'href'), '/report/data/bots.json?range=7d');
+
+      // A custom range after the traffic: nothing in it.
+      await ranged.selectOption('#range', 'custom');
+      await ranged.waitForSelector('#from');
+      const local = (offsetMs: number): Promise<string> =>
+        ranged.evaluate((ms) => {
+          const d = new Date(Date.now() + ms);
+          return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+        }, offsetMs);
+      await ranged.fill('#from', await local(3_600_000));
+      await ranged.fill('#to', await local(7_200_000));
+      await ranged.click('#apply');
+      await ranged.waitForURL(/from=.*&to=/);
+      await ranged.waitForFunction(() => (globalThis as unknown as BrowserGlobal).document.getElementById('summary') !== null && ((globalThis as unknown as BrowserGlobal).document.getElementById('answer-refused')!.textContent ?? '').includes('No bot was refused'));
+      assert.equal(await ranged.textContent('#summary [data-key="requests"] .value'), '0');
+      assert.equal(await ranged.locator('table[data-table="bots"]').count(), 0, 'no bot row in an empty range');
+    } finally {
+      await ranged.close();
+    }
+    assert.deepEqual(errors, [], 'no error in the page');
+  });
+
   it('renders the static file the CLI writes, without any request', async () => {
     const reader = LedgerReader.open(s.ledgerPath);
     const nowMs = Date.now();
@@ -152,7 +195,7 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     staticPage.on('request', (r) => requests.push(r.url()));
     await staticPage.goto(`file://${file}`);
     await staticPage.waitForSelector('#summary [data-key="requests"]');
-    assert.equal(await staticPage.textContent('#summary [data-key="requests"] .value'), '16');
+    assert.equal(await staticPage.textContent('#summary [data-key="requests"] .value'), '17');
     await staticPage.click(`#answer-robots li[data-origin="${s.shop.url}"] [data-answer-diff]`);
     assert.match((await staticPage.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m, 'the static file carries its diffs');
     assert.deepEqual(requests, [`file://${file}`], 'only the file itself is loaded');

@@ -44,7 +44,7 @@ describe('report endpoints on the admin listener', () => {
     const expected = sql(`SELECT sum(requests) AS requests, sum(CASE WHEN verdict = 'deny' THEN requests ELSE 0 END) AS refused,
       sum(CASE WHEN reason = 'rule-disallow' THEN requests ELSE 0 END) AS byRule, sum(CASE WHEN reason = 'robots-unreachable' THEN requests ELSE 0 END) AS unreachable,
       sum(queued) AS paced, sum(bytes_out) AS bytesOut, max(wait_max_ms) AS waitMax FROM rollups`);
-    assert.equal(expected['requests'], 16, 'the scenario sent 16 requests');
+    assert.equal(expected['requests'], 17, 'the scenario sent 17 requests');
     assert.equal(row!['requests'], expected['requests']);
     assert.equal(row!['refused'], expected['refused']);
     assert.equal(row!['refusedByRule'], expected['byRule']);
@@ -97,6 +97,10 @@ describe('report endpoints on the admin listener', () => {
     assert.equal(shop['robotsChanges'], 1, 'the shop changed its robots.txt once');
     assert.equal(shop['crawlDelays'], 'gptbot: 0.3s');
     assert.equal(shop['delayMaxMs'], 300);
+    const blog = origins.get(s.blog.url)!;
+    assert.equal(blog['backoffs'], 1, 'the blog\'s 503 paused it once');
+    assert.equal(blog['upstream5xx'], 1);
+    assert.equal(shop['backoffs'], 0);
     const down = origins.get(s.down.url)!;
     assert.equal(down['robotsState'], 'unreachable');
     assert.equal(down['robotsStatus'], 503);
@@ -142,7 +146,7 @@ describe('report endpoints on the admin listener', () => {
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=/i, 'no external script or style');
     const embedded = /<script id="report-data" type="application\/json">(.*?)<\/script>/s.exec(html);
     assert.ok(embedded);
-    assert.equal((JSON.parse(embedded[1]!) as { tables: { summary: TableAnswer } }).tables.summary.rows[0]!['requests'], 16);
+    assert.equal((JSON.parse(embedded[1]!) as { tables: { summary: TableAnswer } }).tables.summary.rows[0]!['requests'], 17);
   });
 
   it('answers 400 for a bad range and 404 for an unknown table', async () => {

@@ -2,7 +2,8 @@
  * A proxy that served real traffic from three bots to three origins, for the
  * report tests: GPTBot refused by a rule and paced by a crawl-delay, CCBot
  * refused on an origin whose robots.txt is unreachable, ExampleBot allowed,
- * and one origin whose robots.txt changes between two fetches.
+ * one origin whose robots.txt changes between two fetches, and one upstream
+ * 503 that pauses the blog.
  */
 import { join } from 'node:path';
 import { startOrigin, startTestProxy, type TestOrigin } from '../../helpers/harness.js';
@@ -35,6 +36,12 @@ export async function startTrafficScenario(config: Record<string, unknown> = {})
     res.end(`shop ${req.url}\n`);
   });
   const blog = await startOrigin((req, res) => {
+    if (req.url === '/busy') {
+      // An overloaded answer: the proxy pauses the blog (an upstream 429/503 pause in the report).
+      res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '1' });
+      res.end('busy\n');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end(req.url === '/robots.txt' ? 'User-agent: *\nDisallow: /drafts/\n' : `blog ${req.url}\n`);
   });
@@ -54,6 +61,7 @@ export async function startTrafficScenario(config: Record<string, unknown> = {})
   await new Promise((resolve) => setTimeout(resolve, 1100));
   await sendMany(port, `${shop.url}/cart/checkout`, UA.gpt, 2);
   await sendMany(port, `${shop.url}/products/2`, UA.ccbot, 1);
+  await sendMany(port, `${blog.url}/busy`, UA.gpt, 1);
   return {
     proxy,
     shop,
