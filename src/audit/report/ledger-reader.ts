@@ -79,13 +79,15 @@ export interface RuleCount {
   refusals: number;
 }
 
+// Refusals are counted by verdict first: a request forwarded in report mode keeps its robots.txt
+// reason with verdict allow (issue 8), and was not refused.
 const SUM_COLUMNS = `
   sum(requests) AS requests,
   sum(CASE WHEN verdict = 'allow' THEN requests ELSE 0 END) AS allowed,
   sum(CASE WHEN verdict = 'deny' THEN requests ELSE 0 END) AS refused,
-  sum(CASE WHEN reason = 'rule-disallow' THEN requests ELSE 0 END) AS refusedByRule,
-  sum(CASE WHEN reason = 'robots-unreachable' THEN requests ELSE 0 END) AS robotsUnreachable,
-  sum(CASE WHEN reason = 'queue-full' THEN requests ELSE 0 END) AS queueFull,
+  sum(CASE WHEN verdict = 'deny' AND reason = 'rule-disallow' THEN requests ELSE 0 END) AS refusedByRule,
+  sum(CASE WHEN verdict = 'deny' AND reason = 'robots-unreachable' THEN requests ELSE 0 END) AS robotsUnreachable,
+  sum(CASE WHEN verdict = 'deny' AND reason = 'queue-full' THEN requests ELSE 0 END) AS queueFull,
   sum(queued) AS paced, sum(wait_sum_ms) AS waitSumMs, max(wait_max_ms) AS waitMaxMs,
   ${WAIT_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')},
   sum(bytes_in) AS bytesIn, sum(bytes_out) AS bytesOut, sum(backoffs) AS backoffs,
