@@ -379,6 +379,7 @@
       out.appendChild(document.createTextNode('\n'));
       if (d.diff === null) { out.appendChild(document.createTextNode('No diff: the body of this version or of the one before it was not kept (not a 2xx answer, or older than ledger.robotsBodiesPerOrigin versions).')); return; }
       d.diff.split('\n').forEach(function (line) {
+        if (/^=+$/.test(line)) return; // the patch format's separator under its title: noise here
         var cls = line.indexOf('+') === 0 && line.indexOf('+++') !== 0 ? 'add' : line.indexOf('-') === 0 && line.indexOf('---') !== 0 ? 'del' : '';
         out.appendChild(el('span', { className: cls, text: line + '\n' }));
       });
