@@ -4,6 +4,7 @@
  * filters. A read-only connection (WAL: it never blocks the writer).
  * Extension, not in RFC 9309.
  */
+import { existsSync } from 'node:fs';
 import Database, { type Database as Db } from 'better-sqlite3';
 import { LedgerError } from '../../errors.js';
 import { MINUTE_MS, WAIT_BUCKET_BOUNDS_MS, type RefusalRecord } from '../ledger/rollup.js';
@@ -206,7 +207,8 @@ export class LedgerReader {
     try {
       db = new Database(path, { readonly: true, fileMustExist: true, timeout: 1000 });
     } catch (error) {
-      throw new LedgerError('ERR_LEDGER_OPEN', `cannot open the ledger ${path}: ${(error as Error).message}`, { cause: error });
+      const hint = existsSync(path) ? '' : ' (the proxy creates it when it starts with the ledger on: run `robots-proxy serve` with the same config, or name the file with --ledger)';
+      throw new LedgerError('ERR_LEDGER_OPEN', `cannot open the ledger ${path}: ${(error as Error).message}${hint}`, { cause: error });
     }
     try {
       const version = schemaVersionOf(db);

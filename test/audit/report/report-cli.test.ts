@@ -112,5 +112,6 @@ describe('robots-proxy report', () => {
     const missing = await runCli(['report', '--ledger', join(dir, 'nope.sqlite')]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /cannot open the ledger .*nope\.sqlite/);
+    assert.match(missing.stderr, /run `robots-proxy serve` with the same config, or name the file with --ledger/, 'it says how the file comes to exist');
   });
 });
