@@ -200,5 +200,23 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     assert.match((await staticPage.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m, 'the static file carries its diffs');
     assert.deepEqual(requests, [`file://${file}`], 'only the file itself is loaded');
     await staticPage.close();
+
+    // A long table shows its first 25 rows and a button for the rest.
+    const refusals = data.tables.refusals.rows;
+    const many = Array.from({ length: 40 }, (_, i) => ({ ...refusals[i % refusals.length]!, requestId: `long-${i}` }));
+    const longFile = join(tempDir(), 'long.html');
+    writeFileSync(longFile, renderReportPage({ ...data, tables: { ...data.tables, refusals: { ...data.tables.refusals, rows: many } } }, 'static'));
+    const longPage = await browser.newPage();
+    try {
+      await longPage.goto(`file://${longFile}`);
+      await longPage.waitForSelector('table[data-table="refusals"]');
+      assert.equal(await longPage.locator('table[data-table="refusals"] tbody tr').count(), 25);
+      assert.equal(await longPage.textContent('[data-more="refusals"]'), 'Show all 40 rows (25 shown)');
+      await longPage.click('[data-more="refusals"]');
+      assert.equal(await longPage.locator('table[data-table="refusals"] tbody tr').count(), 40);
+      assert.equal(await longPage.locator('[data-more="refusals"]').count(), 0);
+    } finally {
+      await longPage.close();
+    }
   });
 });
