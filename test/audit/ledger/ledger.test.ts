@@ -17,7 +17,7 @@ import { startProxyProcess } from '../../helpers/processes.js';
 import { waitFor } from '../../helpers/proxy-client.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { startProxy } from '../../../src/main.js';
-import { openReadOnly, requestsByKey, sendMany, tempDir, totalRequests, UA } from './support.js';
+import { ledgerCounts, openReadOnly, requestsByKey, sendMany, tempDir, totalRequests, UA } from './support.js';
 
 // A crawl-delay long enough that back-to-back requests wait for it however loaded the machine is.
 const ROBOTS = 'User-agent: GPTBot\nDisallow: /private/\nCrawl-delay: 0.5\n\nUser-agent: *\nAllow: /\n';
@@ -320,16 +320,11 @@ describe('ledger: reload and shutdown', () => {
       await proxy.close();
       await origin.close();
     }
-    const db = openReadOnly(path);
-    try {
-      const byKey = requestsByKey(db);
-      assert.equal(byKey.get(`GPTBot ${origin.url} deny rule-disallow`), 4, 'refusals before and after the SIGHUP');
-      assert.equal(byKey.get(`GPTBot ${origin.url} allow no-matching-rule`), 3, 'allowed requests before and after the SIGHUP');
-      assert.equal((db.prepare('SELECT count(*) AS n FROM refusals').get() as { n: number }).n, 4);
-      assert.equal((db.prepare('SELECT count(*) AS n FROM robots_versions').get() as { n: number }).n, 1, 'the robots.txt fetch too');
-    } finally {
-      db.close();
-    }
+    const { byKey, refusals, robotsVersions } = ledgerCounts(path);
+    assert.equal(byKey.get(`GPTBot ${origin.url} deny rule-disallow`), 4, 'refusals before and after the SIGHUP');
+    assert.equal(byKey.get(`GPTBot ${origin.url} allow no-matching-rule`), 3, 'allowed requests before and after the SIGHUP');
+    assert.equal(refusals, 4);
+    assert.equal(robotsVersions, 1, 'the robots.txt fetch too');
   });
 
   it('SIGTERM writes what was aggregated since the last flush', async () => {
@@ -348,14 +343,9 @@ describe('ledger: reload and shutdown', () => {
       await proxy.close();
       await origin.close();
     }
-    const db = openReadOnly(path);
-    try {
-      const byKey = requestsByKey(db);
-      assert.equal(byKey.get(`GPTBot ${origin.url} deny rule-disallow`), 3);
-      assert.equal(byKey.get(`GPTBot ${origin.url} allow robots-txt-itself`), 1);
-      assert.equal((db.prepare('SELECT count(*) AS n FROM refusals').get() as { n: number }).n, 3);
-    } finally {
-      db.close();
-    }
+    const { byKey, refusals } = ledgerCounts(path);
+    assert.equal(byKey.get(`GPTBot ${origin.url} deny rule-disallow`), 3);
+    assert.equal(byKey.get(`GPTBot ${origin.url} allow robots-txt-itself`), 1);
+    assert.equal(refusals, 3);
   });
 });

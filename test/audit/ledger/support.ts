@@ -53,3 +53,14 @@ export function totalRequests(path: string): number {
     db.close();
   }
 }
+
+/** Requests per key and the number of refusal and robots.txt version rows of a ledger file (read-only). */
+export function ledgerCounts(path: string): { byKey: Map<string, number>; refusals: number; robotsVersions: number } {
+  const db = openReadOnly(path);
+  try {
+    const count = (table: string): number => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    return { byKey: requestsByKey(db), refusals: count('refusals'), robotsVersions: count('robots_versions') };
+  } finally {
+    db.close();
+  }
+}
