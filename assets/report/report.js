@@ -317,7 +317,7 @@
   /** Tables the reader expanded (kept across reloads of the data). */
   var expanded = {};
 
-  var WIDE = { url: 1, topRule: 1, description: 1, robotsUrl: 1, crawlDelays: 1, warningList: 1, pressureOrigin: 0 };
+  var WIDE = { url: 1, topRule: 1, description: 1, robotsUrl: 1, crawlDelays: 1, warningList: 1, botNames: 1, pressureOrigin: 0 };
 
   function renderTable(name, title, note, extra) {
     var table = data.tables[name];

@@ -302,10 +302,18 @@ export class LedgerReader {
   }
 
   /** Totals per origin, most requests first, with the number of distinct bots. */
-  origins(q: ReportQuery): Array<{ origin: string; bots: number; totals: Totals }> {
+  origins(q: ReportQuery): Array<{ origin: string; bots: number; botNames: string[]; totals: Totals }> {
     const { where, params } = this.#rollupWhere(q);
-    const rows = this.#db.prepare(`SELECT origin, count(DISTINCT identity || char(10) || token) AS bots, ${SUM_COLUMNS} FROM rollups WHERE ${where} GROUP BY origin ORDER BY requests DESC, origin LIMIT ?`).all(...params, q.limit) as Row[];
-    return rows.map((r) => ({ origin: String(r['origin']), bots: num(r['bots']), totals: totalsOf(r) }));
+    const botName = "CASE WHEN identity = '' THEN token ELSE identity || ' / ' || token END";
+    const rows = this.#db
+      .prepare(
+        `SELECT origin, count(DISTINCT identity || char(10) || token) AS bots, group_concat(DISTINCT ${botName}) AS botNames, ${SUM_COLUMNS}
+         FROM rollups WHERE ${where} GROUP BY origin ORDER BY requests DESC, origin LIMIT ?`,
+      )
+      .all(...params, q.limit) as Row[];
+    // group_concat joins with ','; a token never holds one (RFC 9309 §2.2.1 tokens are letters, '-' and '_'), an identity may: fine for display.
+    const namesOf = (value: unknown): string[] => (typeof value === 'string' && value !== '' ? value.split(',').sort() : []);
+    return rows.map((r) => ({ origin: String(r['origin']), bots: num(r['bots']), botNames: namesOf(r['botNames']), totals: totalsOf(r) }));
   }
 
   /** Distinct identities, tokens and origins seen in the range (for the filters), at most `limit` each. */

@@ -97,6 +97,8 @@ function ruleText(r: RuleCount): string {
   return `${r.robotsUrl ?? ''} line ${r.ruleLine}: disallow ${r.rulePattern ?? ''}`;
 }
 
+/** Bots named per origin in its table cell (the count is beside it). */
+const BOTS_LISTED = 12;
 /** Rules of the most refused bot named in its answer. */
 export const TOP_RULES_SHOWN = 3;
 /** Parse warnings listed per robots.txt version in its table cell (all of them are in the diff view). */
@@ -235,6 +237,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
       robotsUnreachable: o.totals.robotsUnreachable,
       queueFull: o.totals.queueFull,
       bots: o.bots,
+      botNames: o.botNames.length > BOTS_LISTED ? `${o.botNames.slice(0, BOTS_LISTED).join(', ')} (+${o.botNames.length - BOTS_LISTED})` : o.botNames.join(', ') || null,
       backoffs: o.totals.backoffs,
       upstream5xx: o.totals.s5xx,
       delayMaxMs: o.totals.delayMaxMs,
@@ -424,6 +427,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['robotsUnreachable', 'robots.txt unreachable'],
           ['queueFull', 'Queue full'],
           ['bots', 'Bots'],
+          ['botNames', 'Bots seen'],
           ['backoffs', 'Upstream 429/503 pauses'],
           ['upstream5xx', 'Upstream 5xx'],
           ['robotsError', 'Error'],

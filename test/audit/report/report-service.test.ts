@@ -96,6 +96,8 @@ describe('report endpoints on the admin listener', () => {
     assert.equal(shop['robotsState'], 'ok');
     assert.equal(shop['robotsChanges'], 1, 'the shop changed its robots.txt once');
     assert.equal(shop['crawlDelays'], 'gptbot: 0.3s');
+    assert.equal(shop['bots'], 2);
+    assert.equal(shop['botNames'], 'CCBot, GPTBot', 'the bots seen at the shop');
     assert.equal(shop['delayMaxMs'], 300);
     const blog = origins.get(s.blog.url)!;
     assert.equal(blog['backoffs'], 1, 'the blog\'s 503 paused it once');
