@@ -120,9 +120,15 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     await page.evaluate(() => {
       (globalThis as unknown as BrowserGlobal).document.getElementById('diff')!.textContent = '';
     });
-    await page.click('table[data-table="robots-versions"] [data-diff]');
+    // The same version's row in the versions table (rows are newest first; another origin's may be on top).
+    const changedId = await page.getAttribute(`#answer-robots li[data-origin="${s.shop.url}"] [data-answer-diff]`, 'data-answer-diff');
+    assert.equal(await page.textContent(`table[data-table="robots-versions"] [data-diff="${changedId}"]`), 'diff');
+    await page.click(`table[data-table="robots-versions"] [data-diff="${changedId}"]`);
     await showsDiff();
     assert.match((await page.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m);
+    // A first version has no diff to show, only its body and warnings.
+    const down = await page.$eval(`table[data-table="robots-versions"] tr:has(td[data-key="origin"]:text-is("${s.down.url}")) [data-diff]`, (b) => b.textContent);
+    assert.equal(down, 'show');
   });
 
   it('narrows the tables when a filter changes, and keeps the filter in the export links', async () => {
