@@ -359,6 +359,8 @@
   }
 
   function diffButton(row) {
+    // A static page carries the diffs of changed versions only.
+    if (mode !== 'live' && !staticDiffs.some(function (d) { return d.version.id === row.id; })) return null;
     var isChange = row.change === 'changed';
     return el('button', { className: 'link', type: 'button', 'data-diff': row.id, text: isChange ? 'diff' : 'show', onclick: function () { showDiff(row.id); } });
   }

@@ -204,6 +204,7 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     assert.equal(await staticPage.textContent('#summary [data-key="requests"] .value'), '17');
     await staticPage.click(`#answer-robots li[data-origin="${s.shop.url}"] [data-answer-diff]`);
     assert.match((await staticPage.textContent('#diff')) ?? '', /^\+Disallow: \/cart\/$/m, 'the static file carries its diffs');
+    assert.equal(await staticPage.locator('table[data-table="robots-versions"] [data-diff]').count(), 1, 'a button only where the file has the diff');
     assert.deepEqual(requests, [`file://${file}`], 'only the file itself is loaded');
     await staticPage.close();
 
