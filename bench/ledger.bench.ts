@@ -10,6 +10,10 @@
  *            refusal row for each of those too (the ledger's heaviest writes).
  * Target: with the ledger on, req/s within 3% of off, same p99. Prints
  * figures; asserts nothing. Contacts 127.0.0.1 only. Runtime ~90 s.
+ * First, the ledger's own work is measured in-process (observe() per request,
+ * one write transaction). Each mix also prints the on/off ratios of every
+ * round with their spread. Environment: LEDGER_BENCH_ROUNDS (default 5);
+ * LEDGER_BENCH_AA=1 runs both proxies with the ledger off (an A/A run).
  */
 import { createRequire } from 'node:module';
 import http from 'node:http';
@@ -138,7 +142,11 @@ async function main(): Promise<void> {
   const self = fileURLToPath(import.meta.url);
   const origin = forkRole(self, 'origin');
   const load = forkRole(self, 'load');
-  const on = forkRole(self, 'proxy', 'on');
+  // LEDGER_BENCH_AA=1: both proxies run with the ledger off (an A/A run: the bias and spread of the
+  // ratios when there is no difference, to read the real run's ratios against).
+  const isAa = process.env['LEDGER_BENCH_AA'] === '1';
+  if (isAa) console.log('A/A run: both proxies have the ledger OFF ("on" is a second "off")');
+  const on = forkRole(self, 'proxy', isAa ? 'off' : 'on');
   const off = forkRole(self, 'proxy', 'off');
   const { port: originPort } = await nextMessage<{ port: number }>(origin);
   const ports = { on: (await nextMessage<{ port: number }>(on)).port, off: (await nextMessage<{ port: number }>(off)).port };
