@@ -192,7 +192,7 @@ async function main(): Promise<void> {
   }
   on.send('stats');
   const stats = await nextMessage<{ writes: number; lastWriteMs: number; failures: Record<string, number> } | null>(on);
-  console.log(`  ledger (on): ${stats?.writes} write transactions, last one ${stats?.lastWriteMs.toFixed(2)} ms, failures ${JSON.stringify(stats?.failures)}`);
+  if (stats !== null) console.log(`  ledger (on): ${stats.writes} write transactions, last one ${stats.lastWriteMs.toFixed(2)} ms, failures ${JSON.stringify(stats.failures)}`);
   for (const child of [origin, load, on, off]) child.disconnect();
 }
 
