@@ -138,7 +138,7 @@ export function renderFooter(facts: { connections: number; budgetSeconds: number
   return [
     'Columns:',
     '  origin serves  the robots.txt this 127.0.0.1 origin serves, read from test/fixtures/robots/, or the status it answers instead;',
-    '                 "(robots.txt changes)" serves three versions in turn, each for 2 s (Cache-Control: max-age=2)',
+    '                 "(robots.txt changes)" serves three versions, the next at each fetch (the last stays), each with Cache-Control: max-age=2',
     '  reqs           requests the crawler sent to this origin through the proxy (several real bot User-Agents; paths built from',
     '                 the rules of the group that applies to each bot, so some are disallowed, plus ordinary paths)',
     '  allowed        allowed by the proxy and answered 2xx by the origin',
