@@ -259,7 +259,7 @@ export class RobotsCache {
 
   /** An unreachable snapshot for a fetch that rejected. */
   #failedFetchSnapshot(origin: string, consecutiveFailures: number): RobotsSnapshot {
-    const nowMs = Math.round(this.#clock.nowMs());
+    const nowMs = Math.floor(this.#clock.nowMs());
     const info = {
       url: `${origin}/robots.txt`,
       state: 'unreachable' as const,

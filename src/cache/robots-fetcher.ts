@@ -186,7 +186,8 @@ export class RobotsFetcher {
       clock.clearTimer(timer);
     }
     // Whole milliseconds: these times are shown (log, admin API, 403/503 bodies), where a fraction is noise.
-    const snapshot = this.#snapshotOf(url.href, outcome, Math.round(clock.nowMs()), context.consecutiveFailures);
+    // Floored, never rounded up: a fetch time in the future would make Retry-After one second too long.
+    const snapshot = this.#snapshotOf(url.href, outcome, Math.floor(clock.nowMs()), context.consecutiveFailures);
     const body = outcome.state === 'ok' ? outcome.body.subarray(0, this.#options.maxBytes) : null;
     return { snapshot, body };
   };
