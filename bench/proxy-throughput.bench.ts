@@ -33,7 +33,9 @@
  * BENCH_PIN=0 (no taskset),
  * BENCH_PROXY_NODE_OPTIONS (extra node flags for the robots-proxy processes,
  * e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_BARE_NODE_OPTIONS (the
- * same for the bare forwarder), BENCH_KEEP=1 (keep the temp
+ * same for the bare forwarder), BENCH_BASELINE=DIR[,DIR2] (other checkouts,
+ * built: adds targets `base` and `base-mc64` run from DIR, `base2`... from
+ * DIR2, for before/after in one run), BENCH_KEEP=1 (keep the temp
  * dir: configs, logs, Squid's cache.log). Contacts 127.0.0.1 only.
  */
 import { createRequire } from 'node:module';
@@ -55,6 +57,8 @@ const QUICK = process.env['BENCH_QUICK'] === '1';
 const CONNECTIONS = 50;
 const ORIGINS = 50;
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 1 : 5));
+/** Other checkouts of robots-proxy, already built (`tsc -b`), measured beside this one as `base`, `base-mc64`, `base2`, ... */
+const BASELINES = (process.env['BENCH_BASELINE'] ?? '').split(',').filter((d) => d !== '');
 const RUN_SECONDS = Number(process.env['BENCH_SECONDS'] ?? (QUICK ? 1 : 2));
 /** wrk takes whole seconds. */
 const WARMUP_SECONDS = 1;
@@ -307,7 +311,7 @@ function ensureBuild(): string {
  * runs, from the repository root, stdout (where the log goes) to a file in
  * the temp dir.
  */
-async function startRobotsProxy(pin: string[], workDir: string, name: string, changes: Array<[string[], unknown]>): Promise<Running> {
+async function startRobotsProxy(pin: string[], workDir: string, name: string, changes: Array<[string[], unknown]>, repo: string = REPO): Promise<Running> {
   const dir = join(workDir, name);
   mkdirSync(dir);
   const [port, adminPort] = [await freePort(), await freePort()];
@@ -322,9 +326,9 @@ async function startRobotsProxy(pin: string[], workDir: string, name: string, ch
   const logFile = join(dir, 'stdout.log');
   const stdout = openSync(logFile, 'a');
   const stderr = openSync(join(dir, 'stderr.log'), 'a');
-  const argv = [process.execPath, ...flagsOf('BENCH_PROXY_NODE_OPTIONS'), join(REPO, 'dist/cli.js'), 'serve', '--config', configPath];
+  const argv = [process.execPath, ...flagsOf('BENCH_PROXY_NODE_OPTIONS'), join(repo, 'dist/cli.js'), 'serve', '--config', configPath];
   const command = [...pin, ...argv];
-  const child = spawn(command[0]!, command.slice(1), { cwd: REPO, stdio: ['ignore', stdout, stderr] });
+  const child = spawn(command[0]!, command.slice(1), { cwd: repo, stdio: ['ignore', stdout, stderr] });
   closeSync(stdout);
   closeSync(stderr);
   try {
@@ -417,6 +421,14 @@ async function main(): Promise<void> {
       shapes: ['1o-ka'],
       start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn-mc64', [[['log', 'level'], 'warn'], [['pacing', 'maxConcurrency'], 64]]),
     },
+    // BENCH_BASELINE=DIR[,DIR2...]: base, base-mc64, base2, base2-mc64, ...
+    ...BASELINES.flatMap((dir, i) => {
+      const key = i === 0 ? 'base' : `base${i + 1}`;
+      return [
+        { key, label: `${key} (${dir}), default config`, start: () => startRobotsProxy(pinTarget, workDir, key, [], dir) },
+        { key: `${key}-mc64`, label: `${key}, default + maxConcurrency 64`, shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, `${key}-mc64`, [[['pacing', 'maxConcurrency'], 64]], dir) },
+      ];
+    }),
   ];
   const allKeys = [...targets.map((t) => t.key), 'squid', 'squid-nolog', ...SHAPES.map((s) => s.key)];
   const unknown = only.filter((k) => !allKeys.includes(k));
