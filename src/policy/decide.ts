@@ -32,7 +32,9 @@ export interface DecisionRequest {
  * Pure; never throws.
  */
 export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
-  const base = { origin: request.origin, snapshot: snapshot.info, agentTokens: request.productTokens, identity: request.identity ?? null };
+  // Every field written out, no `{ ...base, more }`: on Node 20's V8 each property after a spread
+  // in an object literal is defined through a slow runtime call (about 0.7 us each; issue 11).
+  const identity = request.identity ?? null;
   if (snapshot.info.state === 'ok' && snapshot.robots !== null) {
     let r = evaluate(snapshot.robots, request.productTokens, request.pathAndQuery);
     // An allowed path that an origin may resolve to another one (`/private%2Fx`, `//private/x`,
@@ -43,7 +45,10 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
       if (!alternative.allowed) r = alternative;
     }
     return {
-      ...base,
+      origin: request.origin,
+      snapshot: snapshot.info,
+      agentTokens: request.productTokens,
+      identity,
       verdict: r.allowed ? 'allow' : 'deny',
       reason: r.outcome,
       path: r.path,
@@ -57,7 +62,10 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
   const isRobotsTxt = path === '/robots.txt' || path.startsWith('/robots.txt?');
   const reason: DecisionReason = isRobotsTxt ? 'robots-txt-itself' : snapshot.info.state === 'unreachable' ? 'robots-unreachable' : 'robots-unavailable';
   return {
-    ...base,
+    origin: request.origin,
+    snapshot: snapshot.info,
+    agentTokens: request.productTokens,
+    identity,
     verdict: reason === 'robots-unreachable' ? 'deny' : 'allow',
     reason,
     path,

@@ -235,12 +235,13 @@ export class RequestPipeline {
     const { delayMs, maxConcurrency } = this.delayFor(decision);
     const startedAtMs = this.deps.clock.nowMs();
     // A reload while this request waits re-reads the operator minimums through `limits`.
+    // The optional fields last: a property after a spread costs a slow runtime call (issue 11).
     const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
       identity,
       signal,
+      limits: () => this.delayFor(decision),
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(onHoldExceeded ? { onHoldExceeded } : {}),
-      limits: () => this.delayFor(decision),
     });
     if (outcome.granted) {
       decision.pacing = { delayMs: outcome.slot.delayMs, waitedMs: outcome.slot.waitedMs };
@@ -306,6 +307,8 @@ export class RequestPipeline {
     const requestId = requestIdOf(req);
     const userAgent = req.headers['user-agent'];
     const productTokens = this.tokensOf(userAgent);
+    // Completed into the AccessEntry in place at the end (no `{ ...entry, more }`: a property after
+    // a spread costs a slow runtime call, issue 11).
     const entry = {
       requestId,
       startedAtMs,
@@ -331,14 +334,19 @@ export class RequestPipeline {
       // A connection the proxy closed for a client timeout was not the client's abort.
       response.clientAborted = abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
       const decided = decision ?? shuttingDown();
-      this.deps.onFinished({
-        ...entry,
-        identity: decided.identity?.name ?? null,
-        decision: decided,
-        timings: { ...timings, durationMs: this.deps.clock.nowMs() - startedAtMs },
-        response,
-        error,
-      });
+      const finished = entry as typeof entry & Pick<AccessEntry, 'identity' | 'decision' | 'timings' | 'response' | 'error'>;
+      finished.identity = decided.identity?.name ?? null;
+      finished.decision = decided;
+      // A copy: a request ended early (abandonInFlight) goes on filling `timings`.
+      finished.timings = {
+        queueWaitMs: timings.queueWaitMs,
+        upstreamMs: timings.upstreamMs,
+        upstreamStartedAtMs: timings.upstreamStartedAtMs,
+        durationMs: this.deps.clock.nowMs() - startedAtMs,
+      };
+      finished.response = response;
+      finished.error = error;
+      this.deps.onFinished(finished);
     };
     const finishWith = (code: string): void => {
       error = code;
