@@ -31,7 +31,12 @@ export function createRequestIdGenerator(prefix: string = randomBytes(6).toStrin
 /** This process's generator. */
 export const nextRequestId: () => string = createRequestIdGenerator();
 
-const idsByRequest = new WeakMap<object, string>();
+/**
+ * Where a request's id is kept: a symbol-keyed property of the request itself. A property
+ * rather than a WeakMap entry: every request would otherwise add an ephemeron, which the
+ * garbage collector processes specially in every scavenge (issue 11).
+ */
+const REQUEST_ID = Symbol('robots-proxy.requestId');
 
 /**
  * The request id of `req`, drawn on first use: every module that answers or
@@ -39,10 +44,11 @@ const idsByRequest = new WeakMap<object, string>();
  * id without passing it around. Never throws.
  */
 export function requestIdOf(req: IncomingMessage): string {
-  let id = idsByRequest.get(req);
+  const holder = req as IncomingMessage & { [REQUEST_ID]?: string };
+  let id = holder[REQUEST_ID];
   if (id === undefined) {
     id = nextRequestId();
-    idsByRequest.set(req, id);
+    holder[REQUEST_ID] = id;
   }
   return id;
 }
