@@ -21,11 +21,11 @@ export function makeViaPseudonym(): string {
   return `robots-proxy-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** Names listed in `Connection` (lower case): they are hop-by-hop too (RFC 9110 §7.6.1). */
-function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): Set<string> {
+/** Names listed in `Connection` (lower case): they are hop-by-hop too (RFC 9110 §7.6.1). Undefined when there is no `Connection` field. */
+function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): Set<string> | undefined {
   const value = headers['connection'];
+  if (value === undefined) return undefined;
   const listed = new Set<string>();
-  if (value === undefined) return listed;
   for (const item of String(Array.isArray(value) ? value.join(',') : value).split(',')) {
     const name = item.trim().toLowerCase();
     if (name) listed.add(name);
@@ -45,10 +45,12 @@ export function forwardableHeaders(
 ): Record<string, string | string[]> {
   const listed = connectionListed(headers);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
+  // Per request, twice (request and response): no entries array, no Set when nothing is listed.
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || !Object.hasOwn(headers, name)) continue;
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
     out[lower] = value;
   }
   const via = `${protocolVersion} ${pseudonym}`;
