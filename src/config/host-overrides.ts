@@ -29,7 +29,8 @@ export interface OriginLimits {
 export function resolveHostOverride(config: Config, origin: string): OriginLimits | undefined {
   const { hosts, pacing } = config;
   let entry = Object.hasOwn(hosts, origin) ? hosts[origin] : undefined;
-  if (entry === undefined) {
+  // Read per request: without any entry (the default) the origin is not parsed again.
+  if (entry === undefined && hasEntries(hosts)) {
     let url: URL;
     try {
       url = new URL(origin);
@@ -44,6 +45,12 @@ export function resolveHostOverride(config: Config, origin: string): OriginLimit
     minDelayMs: entry.minDelayMs ?? pacing.minDelayMs,
     maxConcurrency: entry.maxConcurrency ?? pacing.maxConcurrency,
   };
+}
+
+/** True when `hosts` has at least one entry (no array allocated, unlike `Object.keys`). */
+function hasEntries(hosts: object): boolean {
+  for (const key in hosts) if (Object.hasOwn(hosts, key)) return true;
+  return false;
 }
 
 /**
