@@ -12,6 +12,8 @@ import type { Duplex } from 'node:stream';
 interface TrackedConnection {
   /** Responses started on it and not yet closed (more than one only with pipelining). */
   readonly responses: Set<http.ServerResponse>;
+  /** Listener of each of its responses' `close` (`this` is the response), made once per connection. */
+  readonly onResponseClose: (this: http.ServerResponse) => void;
 }
 
 /** Ends a socket after what is written has been flushed (`destroySoon` on net and TLS sockets). */
@@ -96,7 +98,16 @@ export class ConnectionTracker {
       socket.destroy();
       return;
     }
-    this.#connections.set(socket, { responses: new Set() });
+    const responses = new Set<http.ServerResponse>();
+    const tracker = this;
+    this.#connections.set(socket, {
+      responses,
+      onResponseClose(this: http.ServerResponse): void {
+        responses.delete(this);
+        // A response that went out with keep-alive before the drain: its connection ends now.
+        if (tracker.#isDraining && responses.size === 0) endSoon(socket);
+      },
+    });
     socket.once('close', () => {
       this.#connections.delete(socket);
       this.#detached.delete(socket);
@@ -109,10 +120,6 @@ export class ConnectionTracker {
     if (!connection) return;
     connection.responses.add(res);
     if (this.#isDraining) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      connection.responses.delete(res);
-      // A response that went out with keep-alive before the drain: its connection ends now.
-      if (this.#isDraining && connection.responses.size === 0) endSoon(socket);
-    });
+    res.once('close', connection.onResponseClose);
   }
 }

@@ -52,9 +52,16 @@ interface ConnectionState {
   activeRequests: number;
   /** True once the socket left HTTP (CONNECT, Upgrade): its own handler bounds it from then on. */
   isHandedOff: boolean;
+  /**
+   * The connection's one idle timer, made at accept and re-armed (`refresh()`) at the start of
+   * every idle phase; it may fire during a request, which it then ignores. Undefined once
+   * cleared (closed, handed off): it is not re-armed then.
+   */
   idleTimer: NodeJS.Timeout | undefined;
   /** `socket.bytesRead` when the idle phase began: more by the timeout means a partial request head. */
   bytesReadAtIdle: number;
+  /** Listener of each response's `close`, made once per connection: a response ended, maybe the connection is idle again. */
+  readonly onResponseClose: () => void;
 }
 
 /**
@@ -172,16 +179,30 @@ export class ConnectionGuard {
       this.#refuse(socket, 'max-connections-per-client', client, openFromClient);
       return false;
     }
-    const state: ConnectionState = { client, activeRequests: 0, isHandedOff: false, idleTimer: undefined, bytesReadAtIdle: 0 };
+    const state: ConnectionState = {
+      client,
+      activeRequests: 0,
+      isHandedOff: false,
+      idleTimer: undefined,
+      bytesReadAtIdle: 0,
+      // 'close' comes after 'finish' for a completed response, and alone for an aborted one.
+      onResponseClose: () => {
+        state.activeRequests -= 1;
+        if (state.activeRequests === 0 && !state.isHandedOff && !socket.destroyed) this.#armIdle(socket, state);
+      },
+    };
     this.#connections.set(socket, state);
     this.#perClient.set(client, openFromClient + 1);
     socket.once('close', () => this.#forget(socket, state));
-    this.#armIdle(socket, state);
+    state.idleTimer = setTimeout(() => this.#closeIdle(socket), this.#options.idleTimeoutMs);
+    state.idleTimer.unref();
+    state.bytesReadAtIdle = socket.bytesRead;
     return true;
   }
 
   #forget(socket: net.Socket, state: ConnectionState): void {
     clearTimeout(state.idleTimer);
+    state.idleTimer = undefined;
     this.#connections.delete(socket);
     const left = (this.#perClient.get(state.client) ?? 1) - 1;
     if (left > 0) this.#perClient.set(state.client, left);
@@ -216,24 +237,22 @@ export class ConnectionGuard {
     this.#options.onLimit?.({ kind: 'connection-refused', limit, client, cap, open: this.#connections.size, openFromClient, answered, ...(requestId !== undefined ? { requestId } : {}) });
   }
 
+  /**
+   * An idle phase begins: the timer runs `idleTimeoutMs` from now. The same timer object each
+   * time (`refresh()`: no allocation, no clear), unless it was cleared for good.
+   */
   #armIdle(socket: net.Socket, state: ConnectionState): void {
-    clearTimeout(state.idleTimer);
     state.bytesReadAtIdle = socket.bytesRead;
-    state.idleTimer = setTimeout(() => this.#closeIdle(socket), this.#options.idleTimeoutMs);
-    state.idleTimer.unref();
+    state.idleTimer?.refresh();
   }
 
   #onRequest(socket: net.Socket, res: http.ServerResponse): void {
     const state = this.#connections.get(socket);
     if (!state) return;
+    // The idle timer keeps running: if it fires now, #closeIdle sees the request and does nothing;
+    // the end of the response re-arms it (cheaper than a clear and a new timer per request).
     state.activeRequests += 1;
-    clearTimeout(state.idleTimer);
-    state.idleTimer = undefined;
-    // 'close' comes after 'finish' for a completed response, and alone for an aborted one.
-    res.once('close', () => {
-      state.activeRequests -= 1;
-      if (state.activeRequests === 0 && !state.isHandedOff && !socket.destroyed) this.#armIdle(socket, state);
-    });
+    res.once('close', state.onResponseClose);
   }
 
   #onHandOff(socket: net.Socket): void {
@@ -248,6 +267,7 @@ export class ConnectionGuard {
   #closeIdle(socket: net.Socket): void {
     const state = this.#connections.get(socket);
     if (!state || state.activeRequests > 0 || state.isHandedOff || socket.destroyed) return;
+    // Node's keep-alive timeout can get here first: our timer must not fire for it again.
     clearTimeout(state.idleTimer);
     state.idleTimer = undefined;
     const partialRequest = socket.bytesRead > state.bytesReadAtIdle;
