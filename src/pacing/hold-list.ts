@@ -5,7 +5,8 @@
  * its oldest slot. A release unlinks its slot (O(1)) and touches no timer; a
  * timer that wakes for a slot released meanwhile re-arms for the new oldest
  * one, or stops when none is held. So a busy origin costs one timer per hold
- * bound, not one per request. Extension, not in RFC 9309.
+ * bound, not one per request. The forwarder keeps its client write bound
+ * (`clients.responseWriteTimeout`) the same way. Extension, not in RFC 9309.
  */
 import type { Clock } from '../clock.js';
 

@@ -11,6 +11,8 @@ import type { Readable } from 'node:stream';
 import type { SecureContext } from 'node:tls';
 import { Pool, buildConnector, type Dispatcher } from 'undici';
 import { LRUCache } from 'lru-cache';
+import { systemClock, type Clock } from '../clock.js';
+import { HoldList, type HeldSlot } from '../pacing/hold-list.js';
 
 /** Options of {@link UpstreamForwarder}. Durations in ms. */
 export interface ForwarderOptions {
@@ -37,6 +39,8 @@ export interface ForwarderOptions {
    * 0: no bound. @default 0
    */
   responseWriteTimeoutMs?: number;
+  /** Time and timers of the write bound. @default systemClock */
+  clock?: Clock;
 }
 
 /** Error code of a relay cut because the client did not read the response in time. */
@@ -100,21 +104,35 @@ export function upstreamErrorCode(err: unknown): string {
   return 'UPSTREAM_ERROR';
 }
 
+/**
+ * The relays waiting for the client to take their bytes, under one write bound: a FIFO list with
+ * one timer (`hold-list.ts`), not a timer per relay. Every response waits here once, for its tail
+ * to be flushed (issue 11: a `setTimeout` and a `clearTimeout` per request before).
+ */
+type WriteDeadlines = HoldList<ResponseRelay>;
+
 /** Relays one upstream response into a ServerResponse (undici's dispatch handler API). */
-class ResponseRelay implements Dispatcher.DispatchHandler {
+class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
   private controller: Dispatcher.DispatchController | undefined;
   private status: number | undefined;
   private bytesSent = 0;
   private clientAborted = false;
   private upstreamEnded = false;
   private writeTimedOut = false;
-  private writeTimer: NodeJS.Timeout | undefined;
   private settled = false;
+  /** When the current wait for the client began, ms (the write deadline list's clock). */
+  startedAtMs = 0;
+  holdPrev: HeldSlot | undefined = undefined;
+  holdNext: HeldSlot | undefined = undefined;
+  /** True while a write deadline runs for this relay. */
+  isHeld = false;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly hooks: RelayHooks,
-    private readonly writeTimeoutMs: number,
+    /** The write bound's list, or undefined when there is no bound. */
+    private readonly writeDeadlines: WriteDeadlines | undefined,
+    private readonly clock: Clock,
     private readonly settle: (outcome: RelayOutcome) => void,
   ) {
     res.once('close', this.onClientClose);
@@ -135,27 +153,26 @@ class ResponseRelay implements Dispatcher.DispatchHandler {
 
   private readonly onFlushed = (): void => this.finish(undefined);
 
-  /** The client has `writeTimeoutMs` to take the bytes waiting for it. */
+  /** The client has the write bound (`responseWriteTimeoutMs`) to take the bytes waiting for it. */
   private armWriteTimer(): void {
-    if (this.writeTimeoutMs <= 0 || this.writeTimer !== undefined) return;
-    this.writeTimer = setTimeout(this.onWriteTimeout, this.writeTimeoutMs);
-    this.writeTimer.unref();
+    if (this.writeDeadlines === undefined || this.isHeld) return;
+    this.startedAtMs = this.clock.nowMs();
+    this.writeDeadlines.add(this);
   }
 
   private clearWriteTimer(): void {
-    clearTimeout(this.writeTimer);
-    this.writeTimer = undefined;
+    this.writeDeadlines?.remove(this);
   }
 
-  private readonly onWriteTimeout = (): void => {
-    this.writeTimer = undefined;
+  /** The write bound passed (called by the deadline list, which has already let go of this relay). */
+  onWriteTimeout(): void {
     if (this.settled) return;
     this.writeTimedOut = true;
     // Headers are out: a close is the only answer left. The origin's exchange is abandoned too.
     this.res.destroy();
     if (this.upstreamEnded || this.controller === undefined) return this.finish(CLIENT_WRITE_TIMEOUT);
     this.controller.abort(Object.assign(new Error('the client did not read the response in time'), { code: CLIENT_WRITE_TIMEOUT }));
-  };
+  }
 
   private finish(error: string | undefined): void {
     if (this.settled) return;
@@ -209,15 +226,24 @@ export class UpstreamForwarder {
   private timeoutMs: number;
   private connectTimeoutMs: number;
   private responseWriteTimeoutMs: number;
+  private readonly clock: Clock;
+  /** The write bound in force; relays under an earlier one keep theirs. */
+  private writeDeadlines: WriteDeadlines | undefined;
 
   constructor(private readonly options: ForwarderOptions) {
     this.timeoutMs = options.timeoutMs;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.responseWriteTimeoutMs = options.responseWriteTimeoutMs ?? 0;
+    this.clock = options.clock ?? systemClock;
+    this.writeDeadlines = this.writeDeadlinesFor(this.responseWriteTimeoutMs);
     this.pools = new LRUCache<string, Pool>({
       max: options.maxOrigins ?? 1000,
       dispose: (pool) => void pool.close().catch(() => undefined),
     });
+  }
+
+  private writeDeadlinesFor(timeoutMs: number): WriteDeadlines | undefined {
+    return timeoutMs > 0 ? new HoldList<ResponseRelay>(this.clock, timeoutMs, (relay) => relay.onWriteTimeout()) : undefined;
   }
 
   private poolFor(origin: string): Pool {
@@ -246,7 +272,7 @@ export class UpstreamForwarder {
    */
   relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): Promise<RelayOutcome> {
     return new Promise<RelayOutcome>((resolve) => {
-      const handler = new ResponseRelay(res, hooks, this.responseWriteTimeoutMs, resolve);
+      const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock, resolve);
       try {
         this.poolFor(request.origin).dispatch(
           {
@@ -274,7 +300,11 @@ export class UpstreamForwarder {
    */
   setTimeouts(timeouts: { timeoutMs: number; connectTimeoutMs: number; responseWriteTimeoutMs: number }): void {
     this.timeoutMs = timeouts.timeoutMs;
-    this.responseWriteTimeoutMs = timeouts.responseWriteTimeoutMs;
+    if (timeouts.responseWriteTimeoutMs !== this.responseWriteTimeoutMs) {
+      // Relays already waiting keep the bound they started under; their list expires them.
+      this.responseWriteTimeoutMs = timeouts.responseWriteTimeoutMs;
+      this.writeDeadlines = this.writeDeadlinesFor(this.responseWriteTimeoutMs);
+    }
     if (timeouts.connectTimeoutMs === this.connectTimeoutMs) return;
     this.connectTimeoutMs = timeouts.connectTimeoutMs;
     this.pools.clear(); // dispose: pool.close(), which lets requests in flight finish
