@@ -21,14 +21,36 @@ export function makeViaPseudonym(): string {
   return `robots-proxy-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** Names listed in `Connection` (lower case): they are hop-by-hop too (RFC 9110 §7.6.1). Undefined when there is no `Connection` field. */
-function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): Set<string> | undefined {
-  const value = headers['connection'];
-  if (value === undefined) return undefined;
+/**
+ * The sets of names of the `Connection` values seen most (`keep-alive`, `close`: nearly every
+ * response an origin sends carries one), so they are parsed once, not per message. Bounded;
+ * the sets are never changed once made.
+ */
+const listedByValue = new Map<string, ReadonlySet<string>>();
+const MAX_CACHED_CONNECTION_VALUES = 64;
+/** Longest `Connection` value whose names are cached. */
+const MAX_CACHED_CONNECTION_CHARS = 64;
+
+/** The names in a `Connection` value, lower case. */
+function parseConnectionValue(value: string): Set<string> {
   const listed = new Set<string>();
-  for (const item of String(Array.isArray(value) ? value.join(',') : value).split(',')) {
+  for (const item of value.split(',')) {
     const name = item.trim().toLowerCase();
     if (name) listed.add(name);
+  }
+  return listed;
+}
+
+/** Names listed in `Connection` (lower case): they are hop-by-hop too (RFC 9110 §7.6.1). Undefined when there is no `Connection` field. */
+function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): ReadonlySet<string> | undefined {
+  const value = headers['connection'];
+  if (value === undefined) return undefined;
+  const text = String(Array.isArray(value) ? value.join(',') : value);
+  if (text.length > MAX_CACHED_CONNECTION_CHARS) return parseConnectionValue(text);
+  let listed = listedByValue.get(text);
+  if (listed === undefined) {
+    listed = parseConnectionValue(text);
+    if (listedByValue.size < MAX_CACHED_CONNECTION_VALUES) listedByValue.set(text, listed);
   }
   return listed;
 }

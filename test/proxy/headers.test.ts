@@ -12,6 +12,23 @@ describe('forwardableHeaders (RFC 9110 §7.6)', () => {
     assert.deepEqual(out, { 'x-keep': 'yes', via: '1.0 other, 1.1 robots-proxy-test' });
   });
 
+  it('drops the fields named in Connection the same way every time a value comes back (names cached per value), and past the cache bound', () => {
+    for (let round = 0; round < 3; round++) {
+      const first = forwardableHeaders({ connection: 'Keep-Alive, X-A', 'x-a': '1', 'x-b': '2' }, '1.1', 'p');
+      assert.deepEqual(first, { 'x-b': '2', via: '1.1 p' });
+      // The same value, another message: only its own fields are affected.
+      const second = forwardableHeaders({ connection: 'Keep-Alive, X-A', 'x-b': '3', 'x-c': '4' }, '1.1', 'p');
+      assert.deepEqual(second, { 'x-b': '3', 'x-c': '4', via: '1.1 p' });
+    }
+    // More distinct values than the cache holds, and one too long to cache: each still parsed right.
+    for (let i = 0; i < 100; i++) {
+      const name = `x-n${i}`;
+      assert.deepEqual(forwardableHeaders({ connection: name, [name]: 'v', 'x-keep': 'k' }, '1.1', 'p'), { 'x-keep': 'k', via: '1.1 p' });
+    }
+    const long = Array.from({ length: 20 }, (_, i) => `x-long-${i}`).join(', ');
+    assert.deepEqual(forwardableHeaders({ connection: long, 'x-long-19': 'v', 'x-keep': 'k' }, '1.1', 'p'), { 'x-keep': 'k', via: '1.1 p' });
+  });
+
   it('recognises its own pseudonym in Via (loop)', () => {
     assert.equal(hasVisitedProxy({ via: '1.1 a, 1.1 robots-proxy-abc' }, 'robots-proxy-abc'), true);
     assert.equal(hasVisitedProxy({ via: '1.1 robots-proxy-xyz' }, 'robots-proxy-abc'), false);
