@@ -8,10 +8,41 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 
+/**
+ * The responses started on one connection and not yet closed: more than one only with
+ * pipelining, so the one in progress is a field, and a Set exists only for the others (no
+ * Set insert and delete per request, issue 11).
+ */
+class OpenResponses {
+  #current: http.ServerResponse | undefined;
+  #more: Set<http.ServerResponse> | undefined;
+  /** How many there are. */
+  size = 0;
+
+  add(res: http.ServerResponse): void {
+    if (this.#current === undefined) this.#current = res;
+    else (this.#more ??= new Set()).add(res);
+    this.size += 1;
+  }
+
+  /** Forgets `res`; one not held is ignored. */
+  delete(res: http.ServerResponse): void {
+    if (this.#current === res) this.#current = undefined;
+    else if (!this.#more?.delete(res)) return;
+    this.size -= 1;
+  }
+
+  /** Calls `fn` with each one. */
+  forEach(fn: (res: http.ServerResponse) => void): void {
+    if (this.#current !== undefined) fn(this.#current);
+    this.#more?.forEach((res) => fn(res));
+  }
+}
+
 /** What the tracker knows of one HTTP connection. */
 interface TrackedConnection {
-  /** Responses started on it and not yet closed (more than one only with pipelining). */
-  readonly responses: Set<http.ServerResponse>;
+  /** Responses started on it and not yet closed. */
+  readonly responses: OpenResponses;
   /** Listener of each of its responses' `close` (`this` is the response), made once per connection. */
   readonly onResponseClose: (this: http.ServerResponse) => void;
 }
@@ -82,7 +113,9 @@ export class ConnectionTracker {
         socket.destroy();
         continue;
       }
-      for (const res of connection.responses) if (!res.headersSent) res.shouldKeepAlive = false;
+      connection.responses.forEach((res) => {
+        if (!res.headersSent) res.shouldKeepAlive = false;
+      });
     }
   }
 
@@ -98,7 +131,7 @@ export class ConnectionTracker {
       socket.destroy();
       return;
     }
-    const responses = new Set<http.ServerResponse>();
+    const responses = new OpenResponses();
     const tracker = this;
     this.#connections.set(socket, {
       responses,

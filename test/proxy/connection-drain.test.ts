@@ -97,6 +97,26 @@ describe('ConnectionTracker', () => {
     assert.equal(tracker.activeRequests, 0);
   });
 
+  it('counts pipelined requests on one connection, and forgets each as it closes', async () => {
+    await start();
+    const client = await connect(port);
+    client.socket.write(GET('/hold-a') + GET('/hold-b') + GET('/hold-c'));
+    await waitFor(() => held.size === 3, 'three pipelined requests');
+    assert.equal(tracker.activeRequests, 3);
+    // A later response ends first: it waits for the one before it, still counted.
+    held.get('/hold-b')!.end('b');
+    held.get('/hold-a')!.end('a');
+    await waitFor(() => tracker.activeRequests === 1, 'two responses done');
+    assert.match(client.received(), /a\r?\n?[\s\S]*b$/);
+
+    tracker.beginDrain();
+    assert.equal(client.isClosed(), false, 'the third response is still to come');
+    held.get('/hold-c')!.end('c');
+    await client.closed;
+    assert.match(client.received().slice(client.received().lastIndexOf('HTTP/1.1 ')), /Connection: close[\s\S]*c$/i);
+    assert.equal(tracker.activeRequests, 0);
+  });
+
   it('ends a connection whose response went out with keep-alive once the response is complete', async () => {
     await start();
     const client = await connect(port);
