@@ -22,9 +22,12 @@ export interface Clock {
  */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
 
+/** `performance.timeOrigin`, read once (a branded getter, about 10 ns per read; this clock is read about ten times per request). */
+const TIME_ORIGIN_MS = performance.timeOrigin;
+
 /** Monotonic (immune to wall-clock jumps) yet on the epoch scale, with sub-millisecond precision. */
 function monotonicNowMs(): number {
-  return performance.timeOrigin + performance.now();
+  return TIME_ORIGIN_MS + performance.now();
 }
 
 /**
