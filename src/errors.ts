@@ -70,3 +70,11 @@ export class LedgerError extends ProxyError {
     super(code, message, options);
   }
 }
+
+/** An identity name (e.g. `/explain?identity=`) that the configuration does not know. */
+export class UnknownIdentityError extends ProxyError {
+  declare readonly code: 'ERR_UNKNOWN_IDENTITY';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_UNKNOWN_IDENTITY', message, options);
+  }
+}

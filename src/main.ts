@@ -32,7 +32,10 @@ import { ConnectionGuard } from './proxy/connection-guard.js';
 import { readOpenFileLimit, resolveConnectionLimits } from './proxy/connection-limits.js';
 import { loadOrCreateCa, type CaMaterial } from './proxy/tls/certificate-authority.js';
 import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
-import { CertificateError, ConfigError } from './errors.js';
+import { CertificateError, ConfigError, UnknownIdentityError } from './errors.js';
+import { AccessControl, prepareAccess, type PreparedAccess } from './access/access-control.js';
+import { resolveAdminToken } from './access/admin-token.js';
+import { isLoopbackHost } from './config/schema.js';
 import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
 import { runUntilStopped } from './lifecycle/process-handlers.js';
@@ -155,6 +158,21 @@ function warnIfCacheExceedsHeap(cacheBytes: number, logger: Logger): void {
   }
 }
 
+/**
+ * Warns when the proxy listens beyond loopback but `access.clients` admits loopback only: every
+ * other machine would get 403 `client-not-allowed`.
+ */
+function warnIfOpenToNobody(config: Config, logger: Logger): void {
+  if (isLoopbackHost(config.listen.host)) return;
+  const loopbackOnly = config.access.clients.every((range) => range.range.startsWith('127.') || range.range === '::1/128');
+  if (loopbackOnly) {
+    logger.warn(
+      { event: 'config-warning', key: 'access.clients', listen: config.listen.host },
+      'listen.host is beyond loopback but access.clients admits loopback clients only: other machines get 403 client-not-allowed; list their ranges in access.clients',
+    );
+  }
+}
+
 /** The ledger's file: `ledger.path`, else `<stateDir>/ledger.sqlite`. */
 export function ledgerPathOf(config: Config): string {
   return resolve(config.ledger.path ?? join(config.stateDir, 'ledger.sqlite'));
@@ -213,6 +231,11 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ level: config.log.level });
   const extraCaPems = readExtraCas(config);
+  // Read before any listener starts: a bad credentials file or admin token stops the start.
+  const access = new AccessControl(prepareAccess(config), { clock });
+  const adminToken = config.admin.enabled ? resolveAdminToken(config.admin) : { token: undefined };
+  if (adminToken.createdFile !== undefined) logger.info({ event: 'admin-token-created', file: adminToken.createdFile }, 'created the admin token file (mode 0600): admin requests need "Authorization: Bearer <its first line>"');
+  warnIfOpenToNobody(config, logger);
   const guard = new TargetGuard({ allowPrivate: config.upstream.allowPrivateNetworks, ...(options.resolve ? { resolve: options.resolve } : {}) });
   const viaPseudonym = makeViaPseudonym();
 
@@ -301,7 +324,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   };
 
   const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
-  const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished, onLimit });
+  const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished, onLimit, access });
   upgrade.setPipeline(pipeline);
   const connect = new ConnectHandler({
     mode: config.https.mode,
@@ -326,10 +349,16 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
 
   let current = config;
+  /** The credentials file read for the reload under way (see `prepare`), applied with its config. */
+  let preparedAccess: PreparedAccess | undefined;
   /** Puts a reloaded config (restart-only keys already kept) into every component. */
   const apply = (next: Config): void => {
+    // First, as it may throw (a bad credentials file) before anything changed.
+    const prepared = preparedAccess?.config === next ? preparedAccess : prepareAccess(next);
+    preparedAccess = undefined;
     const previous = current;
     current = next;
+    access.apply(prepared);
     logger.level = next.log.level;
     pipeline.setConfig(next);
     pacer.reconfigure(pacingOptionsOf(next));
@@ -356,7 +385,10 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     if (options.configPath === undefined) {
       return { ok: false, error: 'config-invalid', file: '', message: 'the proxy was not started from a configuration file' };
     }
-    return reloadConfigFile(options.configPath, { config: current, isDraining: drain?.isDraining ?? false, apply }, logger);
+    const prepare = (next: Config): void => {
+      preparedAccess = prepareAccess(next);
+    };
+    return reloadConfigFile(options.configPath, { config: current, isDraining: drain?.isDraining ?? false, prepare, apply }, logger);
   };
 
   let admin: AdminServer | undefined;
@@ -397,9 +429,12 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     admin = new AdminServer({
       metrics,
       logger,
-      explain: async (url, userAgent) => {
+      explain: async (url, userAgent, identityName) => {
         const target = new URL(url);
-        const { decision } = await pipeline.decideFor(target, userAgent);
+        if (identityName !== undefined && !access.isKnownIdentity(identityName)) throw new UnknownIdentityError(`unknown identity ${JSON.stringify(identityName)}`);
+        const source = current.access.clients.some((range) => range.identity === identityName) ? 'client-range' : 'credentials';
+        const identity = identityName === undefined ? null : access.identityNamed(identityName, source);
+        const { decision } = await pipeline.decideFor(target, userAgent, identity);
         const snapshot = decision.snapshot === null ? undefined : await robotsCache.peek(target.origin);
         return { ...decision, robotsWarnings: snapshot?.robots?.warnings ?? [] };
       },
@@ -414,6 +449,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       report: (pathname, params) => report.answer(pathname, params),
       maxConnections: config.admin.maxConnections,
       onLimit,
+      ...(adminToken.token !== undefined ? { token: adminToken.token } : {}),
     });
     try {
       adminAddress = await admin.listen(config.admin.host, config.admin.port);

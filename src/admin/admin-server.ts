@@ -4,10 +4,13 @@
  * the compliance report.
  * Extension, not in RFC 9309.
  *
- * Security: the admin listener has no authentication. It binds to loopback
- * by default (`admin.listen` in the config) and must stay off untrusted
- * networks: `/explain` makes the proxy fetch robots.txt for any URL asked,
- * and `/metrics` reveals traffic figures. Nothing it serves is secret (the CA
+ * Security: on loopback (the default) the admin listener is open unless a
+ * token is set; bound beyond loopback it requires one (`admin.token` or
+ * `admin.tokenFile`; the config refuses to start without): every request but
+ * `GET /healthz` and `GET /ca.pem` must carry `Authorization: Bearer <token>`,
+ * else 401 `unauthorized` with `WWW-Authenticate: Bearer` (RFC 6750 §3).
+ * `/explain` makes the proxy fetch robots.txt for any URL asked, and
+ * `/metrics` reveals traffic figures. Nothing it serves is secret (the CA
  * certificate is public; its key is never served). `POST /reload` only re-reads
  * the file the operator started the proxy with; a request that carries an
  * `Origin` header (a web page's script or form) is refused, so a browser that
@@ -24,6 +27,7 @@ import type { LimitEvent } from '../audit/limit-events.js';
 import type { ReloadReport } from '../lifecycle/reload.js';
 import type { ReportAnswer } from '../audit/report/report-service.js';
 import { systemClock, type Clock } from '../clock.js';
+import { hasBearerToken } from '../access/admin-token.js';
 
 /** What `/healthz` reports. */
 export interface HealthReport {
@@ -44,9 +48,10 @@ export interface AdminServerOptions {
   /**
    * Answers "what would the proxy do for this User-Agent and URL?": the
    * Decision the pipeline would reach (fetching robots.txt if needed), without
-   * forwarding anything. Absent: `/explain` answers 404.
+   * forwarding anything, for the client identity named, if any (rejects with code
+   * `ERR_UNKNOWN_IDENTITY` for a name the configuration does not know). Absent: `/explain` answers 404.
    */
-  explain?: (url: string, userAgent: string) => Promise<ExplainAnswer>;
+  explain?: (url: string, userAgent: string, identity: string | undefined) => Promise<ExplainAnswer>;
   /**
    * The view of the cached robots snapshot of `origin` (`scheme://host[:port]`, normalised),
    * without fetching; undefined when the origin has none. Absent: `/robots` answers 404.
@@ -62,6 +67,8 @@ export interface AdminServerOptions {
    */
   reload?: () => ReloadReport;
   logger: Logger;
+  /** Bearer token every request but `GET /healthz` and `GET /ca.pem` must carry; undefined: open. Never logged. */
+  token?: string;
   /** Longest request target accepted, in bytes; longer gets 414. @default 8192 */
   maxUrlBytes?: number;
   /** Longest wait for `explain`, ms; past it the answer is 504 `explain-timeout`. @default 30000 */
@@ -101,6 +108,8 @@ export type AdminErrorCode =
   | 'cross-origin'
   | 'config-invalid'
   | 'shutting-down'
+  | 'unauthorized'
+  | 'unknown-identity'
   | 'internal-error';
 
 const DEFAULT_MAX_URL_BYTES = 8192;
@@ -120,8 +129,10 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  * RFC 9110 §9.3.2, except `/reload`, which is POST only; any other method gets 405 with `Allow`):
  * - `GET /healthz`: 200 `{"status":"ok"}`, or 503 `{"status":"unavailable"}`, plus `details` when given;
  * - `GET /metrics`: Prometheus text from {@link ProxyMetrics.render};
- * - `GET /explain?url=<absolute http(s) URL>&ua=<User-Agent>`: 200 with the
+ * - `GET /explain?url=<absolute http(s) URL>&ua=<User-Agent>&identity=<name>`: 200 with the
  *   Decision as JSON; 400 `missing-url` / `bad-url`; `ua` absent means no User-Agent (`''`);
+ *   `identity` (optional) decides as that identity would be (its bound tokens, its
+ *   `onMismatch`); 400 `unknown-identity` for a name the configuration does not know;
  *   504 `explain-timeout` past `explainTimeoutMs`;
  *   the body carries `robotsWarnings`, the parse warnings of the robots.txt used;
  * - `GET /robots?origin=<http(s) URL>`: 200 with the {@link RobotsView} of the
@@ -136,6 +147,8 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  *   with `file`, `key`, `line`, `column` (nothing changed); 503 `shutting-down`; 403
  *   `cross-origin` when the request carries an `Origin` header; 404 `reload-unavailable`;
  * - anything else: 404. A target longer than `maxUrlBytes`: 414.
+ * With a `token`, every route but `/healthz` and `/ca.pem` answers 401 `unauthorized` without
+ * `Authorization: Bearer <token>`.
  *
  * Request bodies are never read: they are discarded, and the connection is
  * closed after the answer so a large body cannot hold it. Errors are JSON
@@ -223,6 +236,13 @@ export class AdminServer {
       url = new URL(target, PLACEHOLDER_BASE);
     } catch {
       sendError(res, 404, 'not-found', 'no such route');
+      return;
+    }
+    // Health checks (load balancers, the image's HEALTHCHECK) and the public CA certificate need no token.
+    const isOpen = url.pathname === '/healthz' || url.pathname === '/ca.pem';
+    if (this.#options.token !== undefined && !isOpen && !hasBearerToken(req.headers.authorization, this.#options.token)) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="robots-proxy admin"');
+      sendError(res, 401, 'unauthorized', 'this admin API requires "Authorization: Bearer <token>" (admin.token or admin.tokenFile)');
       return;
     }
     if (url.pathname === '/reload') {
@@ -320,8 +340,12 @@ export class AdminServer {
     if (target === undefined) return;
     let decision: ExplainAnswer | 'timeout';
     try {
-      decision = await this.#withTimeout(explain(target, params.get('ua') ?? ''));
+      decision = await this.#withTimeout(explain(target, params.get('ua') ?? '', params.get('identity') ?? undefined));
     } catch (err) {
+      if (hasCode(err, 'ERR_UNKNOWN_IDENTITY')) {
+        sendError(res, 400, 'unknown-identity', 'identity names no identity of this configuration (identities, access.clients or the credentials file)');
+        return;
+      }
       if (hasCode(err, 'ERR_INVALID_TARGET')) {
         sendError(res, 400, 'bad-url', 'url is not a valid proxy target');
         return;

@@ -14,7 +14,11 @@ import type { Config } from './types.js';
  * built with (the private-network guard sits in their DNS lookup, the extra CAs
  * in their TLS context), the robots cache's bounds (its store), the ledger and
  * the metrics' label bounds. A change to
- * any of them is reported and ignored until a restart.
+ * any of them is reported and ignored until a restart. (`admin` includes the admin token.)
+ * Everything else applies live, `access`, `identities` and `identity` included: the client
+ * ranges, the identities' bindings and the failure budget apply to the next request (requests
+ * in open tunnels too), and the credentials file named by `access.credentialsFile` is re-read
+ * on every reload (before anything is applied: a bad file fails the reload).
  */
 export const RESTART_REQUIRED_KEYS: readonly string[] = [
   'listen',

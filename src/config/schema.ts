@@ -6,8 +6,13 @@
  */
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { normaliseClientRange } from '../access/client-ranges.js';
+import { isValidProductToken } from '../robots/product-token.js';
 import type {
+  AccessConfig,
+  ClientRangeConfig,
   ClientsConfig,
+  IdentityConfig,
   Config,
   ConnectionCap,
   HostOverride,
@@ -92,12 +97,66 @@ function section<S extends z.ZodRawShape>(shape: S) {
 const MAX_ROBOTS_TTL_MS = DAY_MS;
 
 const listenShape = { host: bindHost().default('127.0.0.1'), port: port().default(8080) };
+/** Shortest admin token accepted: a guessable token is no protection. */
+const MIN_ADMIN_TOKEN_CHARS = 16;
 const adminShape = {
   host: bindHost().default('127.0.0.1'),
   port: port().default(9090),
   enabled: z.boolean().default(true),
   maxConnections: int(1, 1024).default(32),
+  // The message never repeats the value: it is a secret.
+  token: z
+    .string()
+    .refine((t) => t.trim().length >= MIN_ADMIN_TOKEN_CHARS && /^[\x21-\x7e]+$/.test(t), {
+      message: `must be at least ${MIN_ADMIN_TOKEN_CHARS} printable characters without spaces (e.g. the output of \`openssl rand -base64 32\`)`,
+    })
+    .optional(),
+  tokenFile: filePath().optional(),
 };
+
+/** An identity name: a credentials user or a client range's identity. */
+const IDENTITY_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
+const IDENTITY_NAME_HINT = '1 to 128 letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
+const identityName = () => z.string().regex(IDENTITY_NAME, { message: `must be an identity name: ${IDENTITY_NAME_HINT}` });
+
+/** An `access.clients` entry: a CIDR string, or `{ range, identity }`. */
+const clientRange = () =>
+  z
+    .union([z.string(), z.strictObject({ range: z.string(), identity: identityName().optional() })])
+    .transform((value, ctx): ClientRangeConfig => {
+      const written = typeof value === 'string' ? { range: value } : value;
+      const parsed = normaliseClientRange(written.range);
+      if (!parsed.ok) {
+        ctx.issues.push({ code: 'custom', message: parsed.reason, input: value, ...(typeof value === 'string' ? {} : { path: ['range'] }) });
+        return z.NEVER;
+      }
+      return { range: parsed.range, ...(written.identity === undefined ? {} : { identity: written.identity }) };
+    });
+
+/** Realm of the 407 challenge: a quoted-string without `"` or `\` (RFC 9110 §5.6.4), printable ASCII. */
+const realm = () => z.string().regex(/^[\x20\x21\x23-\x5b\x5d-\x7e]{1,128}$/, { message: 'must be 1 to 128 printable ASCII characters, without " or \\' });
+
+const accessShape = {
+  clients: z
+    .array(clientRange())
+    .min(1, { message: 'must list at least one range (the default is loopback only: 127.0.0.0/8 and ::1/128)' })
+    .default(['127.0.0.0/8', '::1/128'].map((range) => ({ range }))),
+  credentialsFile: filePath().optional(),
+  realm: realm().default('robots-proxy'),
+  maxAuthFailures: int(1, 1_000).default(10),
+  authFailureWindow: duration(SECOND_MS, DAY_MS).prefault('1m'),
+};
+
+const printableAscii = () => z.string().regex(/^[\x20-\x7e]*[\x21-\x7e][\x20-\x7e]*$/, { message: 'must be printable ASCII and not blank' });
+const identityEntryShape = {
+  tokens: z
+    .array(z.string().refine(isValidProductToken, { message: 'must be a product token: letters, digits, "_" and "-" (RFC 9309 §2.2.1)' }))
+    .default([]),
+  userAgent: z.enum(['keep', 'set', 'append']).default('keep'),
+  userAgentValue: printableAscii().optional(),
+  onMismatch: z.enum(['flag', 'deny']).optional(),
+};
+const identityDefaultsShape = { onMismatch: z.enum(['flag', 'deny']).default('flag') };
 
 /** Descriptors the process needs besides client, admin and upstream sockets (stdio, log, listeners, DNS). */
 const OWN_DESCRIPTORS = 16;
@@ -325,6 +384,46 @@ const ledgerSchema = section(ledgerShape).transform(
 
 const metricsSchema = section(metricsShape).transform((m): MetricsConfig => ({ ...m }));
 
+const accessSchema = section(accessShape).transform(
+  (a): AccessConfig => ({
+    clients: a.clients,
+    ...(a.credentialsFile === undefined ? {} : { credentialsFile: a.credentialsFile }),
+    realm: a.realm,
+    maxAuthFailures: a.maxAuthFailures,
+    authFailureWindowMs: a.authFailureWindow,
+  }),
+);
+
+const identityEntrySchema = section(identityEntryShape).transform((i, ctx): IdentityConfig => {
+  if (i.userAgent === 'set' && i.userAgentValue === undefined) {
+    fail(ctx.issues, ['userAgentValue'], 'is required when userAgent is set: the User-Agent to send', i.userAgentValue);
+  }
+  if (i.userAgent === 'append' && i.tokens.length === 0) {
+    fail(ctx.issues, ['userAgent'], 'append needs tokens: it appends the first bound token', i.userAgent);
+  }
+  return {
+    tokens: i.tokens,
+    userAgent: i.userAgent,
+    ...(i.userAgentValue === undefined ? {} : { userAgentValue: i.userAgentValue }),
+    ...(i.onMismatch === undefined ? {} : { onMismatch: i.onMismatch }),
+  };
+});
+
+const identitiesSchema = z
+  .preprocess((value, ctx) => {
+    if (value !== null && typeof value === 'object' && Object.hasOwn(value, '__proto__')) {
+      fail(ctx.issues, ['__proto__'], `is not an identity name: ${IDENTITY_NAME_HINT}`, value);
+      return {};
+    }
+    return value ?? {};
+  }, z.record(z.string(), identityEntrySchema))
+  .transform((identities, ctx) => {
+    for (const name of Object.keys(identities)) {
+      if (!IDENTITY_NAME.test(name)) fail(ctx.issues, [name], `is not an identity name: ${IDENTITY_NAME_HINT}`, name);
+    }
+    return Object.fromEntries(Object.entries(identities)) as Readonly<Record<string, IdentityConfig>>;
+  });
+
 const rootShape = {
   listen: section(listenShape),
   admin: section(adminShape),
@@ -339,7 +438,16 @@ const rootShape = {
   shutdown: shutdownSchema,
   ledger: ledgerSchema,
   metrics: metricsSchema,
+  access: accessSchema,
+  identities: identitiesSchema,
+  identity: section(identityDefaultsShape),
 };
+
+/** True for a bind host that is loopback only (`127.0.0.0/8`, `::1`, `localhost`). */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost' || host === '::1' || host === '[::1]') return true;
+  return isIP(host) === 4 && host.startsWith('127.');
+}
 
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::']);
 
@@ -353,6 +461,18 @@ export const configSchema: z.ZodType<Config> = z.strictObject(rootShape).transfo
   const sameHost = listen.host === admin.host || WILDCARD_HOSTS.has(listen.host) || WILDCARD_HOSTS.has(admin.host);
   if (admin.enabled && listen.port !== 0 && listen.port === admin.port && sameHost) {
     fail(ctx.issues, ['admin', 'port'], `must differ from listen.port (${listen.port})`, admin.port);
+  }
+  if (admin.token !== undefined && admin.tokenFile !== undefined) {
+    fail(ctx.issues, ['admin', 'tokenFile'], 'is set but so is admin.token: set one of them', admin.tokenFile);
+  }
+  // The admin API can reload the config and make the proxy fetch any URL: beyond loopback it needs a token.
+  if (admin.enabled && !isLoopbackHost(admin.host) && admin.token === undefined && admin.tokenFile === undefined) {
+    fail(
+      ctx.issues,
+      ['admin', 'host'],
+      `${admin.host} is beyond loopback: set admin.token or admin.tokenFile (admin requests then need "Authorization: Bearer <token>"), or bind the admin API to 127.0.0.1`,
+      admin.host,
+    );
   }
   // The reserve is what keeps the admin API reachable when the proxy is saturated.
   const minReserve = admin.maxConnections + OWN_DESCRIPTORS;
@@ -376,6 +496,9 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   shutdown: Object.keys(shutdownShape),
   ledger: Object.keys(ledgerShape),
   metrics: Object.keys(metricsShape),
+  access: Object.keys(accessShape),
+  'identities.*': Object.keys(identityEntryShape),
+  identity: Object.keys(identityDefaultsShape),
 };
 
 /**
@@ -384,7 +507,7 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
  * @returns the allowed keys, or an empty list where the path names no mapping.
  */
 export function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
-  const key = path[0] === 'hosts' && path.length === 2 ? 'hosts.*' : path.join('.');
+  const key = (path[0] === 'hosts' || path[0] === 'identities') && path.length === 2 ? `${String(path[0])}.*` : path.join('.');
   return KNOWN_KEYS[key] ?? [];
 }
 

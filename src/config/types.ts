@@ -33,6 +33,67 @@ export interface AdminConfig extends ListenConfig {
    * saturated. @default 32
    */
   readonly maxConnections: number;
+  /**
+   * Bearer token every admin request must carry (`Authorization: Bearer <token>`), except
+   * `GET /healthz` and `GET /ca.pem`; at least 16 characters. Required (or `tokenFile`) when
+   * `host` is beyond loopback. Never logged.
+   */
+  readonly token?: string;
+  /**
+   * A file holding the admin token (its first line, trimmed); created with a random token (mode
+   * 0600) when it does not exist. Instead of `token`.
+   */
+  readonly tokenFile?: string;
+}
+
+/** One `access.clients` entry: a CIDR range allowed to use the proxy, and the identity of its clients. */
+export interface ClientRangeConfig {
+  /** CIDR, normalised (`10.1.0.0/16`, `::1/128`). */
+  readonly range: string;
+  /** The identity of clients in this range that give no proxy credentials; absent: anonymous. */
+  readonly identity?: string;
+}
+
+/** Who may use the proxy (issue 8; extension, not in RFC 9309). */
+export interface AccessConfig {
+  /** Ranges whose clients may connect; anyone else gets 403 `client-not-allowed`. @default loopback: 127.0.0.0/8 and ::1/128 */
+  readonly clients: readonly ClientRangeConfig[];
+  /**
+   * Credentials file (`user:bcrypt-hash[:identity]` lines, see `robots-proxy passwd`). When set,
+   * a client gives `Proxy-Authorization: Basic` credentials unless its range names an identity;
+   * missing or wrong ones get 407. Re-read on every reload. Absent: no proxy authentication.
+   */
+  readonly credentialsFile?: string;
+  /** The realm of the 407's `Proxy-Authenticate: Basic realm="..."`. @default 'robots-proxy' */
+  readonly realm: string;
+  /** Failed credential checks allowed per client address (IPv6: per /64) per window, 1..1000; beyond: 429 `proxy-auth-throttled`. @default 10 */
+  readonly maxAuthFailures: number;
+  /** The window of `maxAuthFailures`, ms, 1 s..24 h, counted from the first failure. @default 60_000 */
+  readonly authFailureWindowMs: number;
+}
+
+/** What the proxy does with an identity's outgoing User-Agent (`identities.<name>.userAgent`). */
+export type UserAgentMode = 'keep' | 'set' | 'append';
+
+/** One `identities` entry: what an identity is bound to. */
+export interface IdentityConfig {
+  /** Product tokens the identity is decided for, whatever its User-Agent says; empty: unbound. @default [] */
+  readonly tokens: readonly string[];
+  /** `keep` the client's User-Agent, `set` it to `userAgentValue`, or `append` the first bound token to it. @default 'keep' */
+  readonly userAgent: UserAgentMode;
+  /** The User-Agent sent when `userAgent` is `set` (printable ASCII). */
+  readonly userAgentValue?: string;
+  /** Overrides `identity.onMismatch` for this identity. */
+  readonly onMismatch?: 'flag' | 'deny';
+}
+
+/** Defaults for every identity (`identity:`). */
+export interface IdentityDefaultsConfig {
+  /**
+   * A bound identity whose User-Agent names none of its tokens: `flag` decides it for its bound
+   * tokens and flags it (access line, metric); `deny` refuses it, 403 `identity-mismatch`. @default 'flag'
+   */
+  readonly onMismatch: 'flag' | 'deny';
 }
 
 /**
@@ -271,4 +332,9 @@ export interface Config {
   readonly shutdown: ShutdownConfig;
   readonly ledger: LedgerConfig;
   readonly metrics: MetricsConfig;
+  /** Who may use the proxy: client ranges and proxy credentials. */
+  readonly access: AccessConfig;
+  /** Identities by name (credentials users, range identities) and what they are bound to. */
+  readonly identities: Readonly<Record<string, IdentityConfig>>;
+  readonly identity: IdentityDefaultsConfig;
 }

@@ -37,13 +37,18 @@ export interface Reloadable {
   readonly config: Config;
   /** True once a stop has begun: a reload is refused. */
   readonly isDraining: boolean;
+  /**
+   * Reads what `config` names besides itself (the credentials file) before anything is applied;
+   * throwing (a {@link ConfigError}) fails the reload with nothing changed. Optional.
+   */
+  prepare?(config: Config): void;
   /** Puts `config` in force in every component (it already keeps the restart-only keys). */
   apply(config: Config): void;
 }
 
 /**
- * Reads `file`, validates it and applies it to `target`. A file that cannot be read or does not
- * validate changes nothing: the running configuration stays in force and the error is logged
+ * Reads `file`, validates it (and what `target.prepare` reads, e.g. the credentials file) and
+ * applies it to `target`. A file that cannot be read or does not validate changes nothing: the running configuration stays in force and the error is logged
  * (`event: config-reload-failed`, with file, key, line and column). Otherwise the keys that can
  * change live are applied (`event: config-reloaded`, level info) and those that need a restart
  * are named in a warning (`event: config-restart-required`) and keep their running value.
@@ -54,9 +59,10 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
     logger.warn({ event: 'config-reload-refused', file }, 'configuration not reloaded: the proxy is shutting down');
     return { ok: false, error: 'shutting-down', file, message: 'the proxy is shutting down' };
   }
-  let next: Config;
+  let plan: ReturnType<typeof planReload>;
   try {
-    next = loadConfig(file);
+    plan = planReload(target.config, loadConfig(file));
+    target.prepare?.(plan.config);
   } catch (err) {
     const where = err instanceof ConfigError ? { key: err.key, line: err.line, column: err.column } : {};
     const message = err instanceof Error ? err.message : String(err);
@@ -74,7 +80,6 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
       ...(where.column !== undefined ? { column: where.column } : {}),
     };
   }
-  const plan = planReload(target.config, next);
   // Logged before the swap, so a reload that raises log.level still leaves its trace.
   if (plan.restartRequired.length > 0) {
     logger.warn(

@@ -18,6 +18,7 @@ import type { Clock } from '../clock.js';
 import type { HttpsMode } from '../config/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
+import type { Identity } from '../policy/identity.js';
 import { CancelSignal } from '../pacing/index.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
@@ -103,21 +104,24 @@ export class ConnectHandler {
     guardSocketRequest(this.deps, { where: 'connect', via: 'connect' }, req, socket, () => this.dispatch(req, socket, head));
   }
 
-  /** The checks that need no TLS, cheapest first; then the mode's handling. */
+  /** Admission, then the checks that need no TLS, cheapest first; then the mode's handling. */
   private async dispatch(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     const target = parseConnectTarget(req.url);
+    const origin = typeof target === 'string' ? '' : tunnelOrigin(target, 'https');
+    // Who may use the proxy, before anything else: the credentials given here cover the whole tunnel.
+    const admitted = await this.deps.pipeline.admit(req, { origin });
+    if (!admitted.isAdmitted) return this.refuse(req, socket, admitted.refusal, startedAtMs);
     if (typeof target === 'string') return this.refuse(req, socket, decideWithoutRobots('bad-request', { detail: target }), startedAtMs);
-    const origin = tunnelOrigin(target, 'https');
     if (targetsOwnListener(target.hostname, target.port, this.ownAddresses)) {
       return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin, detail: 'the target is this proxy itself (forwarding loop)' }), startedAtMs);
     }
     if (this.deps.mode === 'deny') return this.refuse(req, socket, decideWithoutRobots('tunnel-denied', { origin, detail: 'https.mode is deny' }), startedAtMs);
-    if (this.deps.mode === 'tunnel') return this.tunnel(req, socket, head, target, startedAtMs);
+    if (this.deps.mode === 'tunnel') return this.tunnel(req, socket, head, target, startedAtMs, admitted.identity);
     const refused = await this.deps.pipeline.checkTarget(new URL(`${origin}/`), req.headers['user-agent']);
     if (refused) return this.refuse(req, socket, refused, startedAtMs);
     if (!this.interceptor || socket.destroyed) return void socket.destroy();
-    this.interceptor.open(socket, head, target, requestIdOf(req));
+    this.interceptor.open(socket, head, target, requestIdOf(req), admitted.client);
   }
 
   /** Answers a CONNECT with the proxy's own response and audits it. */
@@ -132,9 +136,9 @@ export class ConnectHandler {
   }
 
   /** `tunnel` mode: decide on `/`, pace the CONNECT, then relay bytes until a side closes or the tunnel idles. */
-  private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget, startedAtMs: number): Promise<void> {
+  private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget, startedAtMs: number, identity: Identity | null): Promise<void> {
     const origin = tunnelOrigin(target, 'https');
-    const { decision: decided } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent']);
+    const { decision: decided } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity);
     const decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
     const abort = new CancelSignal();

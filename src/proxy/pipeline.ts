@@ -13,7 +13,8 @@ import { resolveHostOverride } from '../config/index.js';
 import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type Pacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
-import { identifyAgent, type Identity } from '../policy/identity.js';
+import { identifyAgent, outgoingUserAgent, type Identity } from '../policy/identity.js';
+import type { AccessControl, Admission, AdmissionContext, AdmittedClient } from '../access/access-control.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
@@ -47,6 +48,8 @@ export interface PipelineDeps {
   onFinished: (entry: AccessEntry) => void;
   /** Told when a request holds its slot past `pacing.maxSlotHold` (counted and logged). */
   onLimit?: (event: LimitEvent) => void;
+  /** Admission: client ranges and proxy credentials -> identity (src/access/). */
+  access: Pick<AccessControl, 'admit'>;
 }
 
 /** One request to handle. */
@@ -57,6 +60,8 @@ export interface ProxiedRequest {
   target: URL;
   /** `http` (absolute-form), `https-intercepted` (TLS inside CONNECT) or `http-tunnelled` (plain HTTP inside CONNECT). */
   via: 'http' | 'https-intercepted' | 'http-tunnelled';
+  /** The CONNECT's admission, for a request inside a tunnel (it covers every request in the tunnel). */
+  tunnel?: AdmittedClient;
 }
 
 /** The path plus query of a target URL, as matched and forwarded. */
@@ -163,6 +168,14 @@ export class RequestPipeline {
       this.tokensByUserAgent.set(key, tokens);
     }
     return tokens;
+  }
+
+  /**
+   * Admits a request, CONNECT or Upgrade (client range, proxy credentials -> identity, see
+   * `src/access/access-control.ts`), before anything is fetched or sent upstream. Never rejects.
+   */
+  admit(req: IncomingMessage, context: AdmissionContext): Promise<Admission> {
+    return this.deps.access.admit(req, context);
   }
 
   /**
@@ -355,8 +368,12 @@ export class RequestPipeline {
     this.inFlight.add(finishWith);
     registration.end = finishWith;
 
+    // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
+    const admitted = this.isDraining ? undefined : await this.admit(req, { origin: target.origin, ...(p.tunnel ? { tunnel: p.tunnel } : {}) });
+    const identity = admitted?.isAdmitted ? admitted.identity : null;
     // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
-    const decided = this.isDraining ? shuttingDown() : (await this.decideFor(target, userAgent)).decision;
+    const decided =
+      admitted === undefined ? shuttingDown() : admitted.isAdmitted ? (await this.decideFor(target, userAgent, identity)).decision : admitted.refusal;
     if (isFinished) return; // cut (drain timeout, fatal error) while robots.txt was fetched
     decision = decided;
 
@@ -396,6 +413,9 @@ export class RequestPipeline {
     const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
     delete headers['expect'];
     headers['host'] = target.host;
+    const sentUserAgent = outgoingUserAgent(identity, userAgent, productTokens);
+    if (sentUserAgent === undefined) delete headers['user-agent'];
+    else headers['user-agent'] = sentUserAgent;
     let retryAfter: string | undefined;
     // The origin's part ends before the client has every byte: free the slot then, with the origin's answer.
     const releaseSlot = (): void => {

@@ -18,6 +18,7 @@ import { guardConnection } from './error-boundary.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
 import { tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
 import type { TunnelRequestServer, TunnelSession } from './tunnel-requests.js';
+import type { AdmittedClient } from '../access/access-control.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 
 /** Collaborators of {@link TunnelInterceptor}. */
@@ -73,11 +74,11 @@ export class TunnelInterceptor {
    * tunnel: TLS or plain HTTP, as the first bytes say. `head`: bytes that came
    * after the CONNECT head; `requestId`: the CONNECT's, sent in the 200. Never throws.
    */
-  open(socket: Duplex, head: Buffer, target: TunnelTarget, requestId: string): void {
+  open(socket: Duplex, head: Buffer, target: TunnelTarget, requestId: string, admitted?: AdmittedClient): void {
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     socket.write(`HTTP/1.1 200 Connection Established\r\n${REQUEST_ID_HEADER}: ${requestId}\r\n\r\n`);
-    const tunnel: InterceptedTunnel = { session: { target, scheme: 'https', requests: 0 }, raw: socket, tls: undefined, state: 'handshake', timer: undefined };
+    const tunnel: InterceptedTunnel = { session: { target, scheme: 'https', requests: 0, ...(admitted ? { admitted } : {}) }, raw: socket, tls: undefined, state: 'handshake', timer: undefined };
     // From the 200, not from the first byte: a client that opens a tunnel and never sends
     // anything must not hold the socket forever.
     tunnel.timer = setTimeout(() => this.onHandshakeTimeout(tunnel), this.deps.handshakeTimeoutMs);

@@ -18,6 +18,7 @@ import type { RequestPipeline } from './pipeline.js';
 import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import type { UpgradeRelay } from './upgrade.js';
+import type { AdmittedClient } from '../access/access-control.js';
 
 /** One tunnel as the server inside it sees it. */
 export interface TunnelSession {
@@ -28,6 +29,8 @@ export interface TunnelSession {
   requests: number;
   /** Called when a request head arrives (well-formed or not). */
   onRequestHead?: () => void;
+  /** The CONNECT's admission: its identity (and credentials) cover every request in the tunnel. */
+  admitted?: AdmittedClient;
 }
 
 /** Collaborators of {@link TunnelRequestServer}. */
@@ -123,7 +126,7 @@ export class TunnelRequestServer {
     const via = viaOf(session);
     const bound = this.bind(req, session);
     if (!(bound instanceof URL)) return refuseRequest(this.deps, req, res, bound, via);
-    await this.deps.pipeline.handle({ req, res, target: bound, via });
+    await this.deps.pipeline.handle({ req, res, target: bound, via, ...(session.admitted ? { tunnel: session.admitted } : {}) });
   }
 
   private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -133,6 +136,6 @@ export class TunnelRequestServer {
     const via = viaOf(session);
     const bound = this.bind(req, session);
     if (!(bound instanceof URL)) return this.deps.upgrade.refuse(req, socket, bound, { via });
-    await this.deps.upgrade.relay(req, socket, head, bound, via);
+    await this.deps.upgrade.relay(req, socket, head, bound, via, session.admitted);
   }
 }

@@ -11,6 +11,8 @@ import type net from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
+import { outgoingUserAgent } from '../policy/identity.js';
+import type { AdmittedClient } from '../access/access-control.js';
 import { CancelSignal } from '../pacing/index.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import { identityOf, type RequestPipeline } from './pipeline.js';
@@ -104,12 +106,14 @@ export class UpgradeRelay {
    * line. Never rejects; a synchronous failure of http-proxy throws, for the
    * caller's error boundary.
    */
-  async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, via: RequestVia): Promise<void> {
+  async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, via: RequestVia, tunnel?: AdmittedClient): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     socket.on('error', () => socket.destroy());
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
-    const { decision } = await pipeline.decideFor(target, req.headers['user-agent']);
+    const admitted = await pipeline.admit(req, { origin: target.origin, ...(tunnel ? { tunnel } : {}) });
+    if (!admitted.isAdmitted) return this.refuse(req, socket, admitted.refusal, { via, startedAtMs, url: target.href });
+    const { decision } = await pipeline.decideFor(target, req.headers['user-agent'], admitted.identity);
     const refuse = (): void => this.refuse(req, socket, decision, { via, startedAtMs, url: target.href });
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return refuse();
     const abort = new CancelSignal();
@@ -124,6 +128,9 @@ export class UpgradeRelay {
     waited.slot.release();
     if (socket.destroyed) return;
     req.url = target.pathname + target.search;
+    const userAgent = outgoingUserAgent(admitted.identity, req.headers['user-agent'], decision.identity?.claimedTokens ?? decision.agentTokens);
+    if (userAgent === undefined) delete req.headers['user-agent'];
+    else req.headers['user-agent'] = userAgent;
     this.decisionHeaders.set(req, decisionHeaderValue(decision));
     const isHttps = target.protocol === 'https:';
     this.proxy.ws(req, socket, head, {

@@ -207,6 +207,19 @@ describe('valid sample', () => {
         pruneIntervalMs: 300_000,
       },
       metrics: { tokenLabels: 10, identityLabels: 5, busiestOrigins: 3 },
+      access: {
+        clients: [{ range: '127.0.0.1/32' }, { range: '10.0.0.0/8' }, { range: '10.1.0.0/16', identity: 'lab-scrapers' }, { range: '2001:db8::/32' }],
+        credentialsFile: '/etc/robots-proxy/users',
+        realm: 'Example crawl proxy',
+        maxAuthFailures: 5,
+        authFailureWindowMs: 600_000,
+      },
+      identities: {
+        'lab-scrapers': { tokens: ['ExampleBot', 'ExampleImages'], userAgent: 'append' },
+        alice: { tokens: ['AliceBot'], userAgent: 'set', userAgentValue: 'AliceBot/1.0 (+https://example.com/alicebot)', onMismatch: 'flag' },
+        monitoring: { tokens: [], userAgent: 'keep' },
+      },
+      identity: { onMismatch: 'deny' },
     };
     assert.deepEqual(loadConfig(fixture('valid.yaml')), expected);
   });

@@ -122,7 +122,7 @@ describe('the admin API and the proxy are not reachable through the proxy (upstr
 describe('a proxy whose admin listener is bound to every address (0.0.0.0)', () => {
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
   before(async () => {
-    proxy = await startTestProxy({ admin: { host: '0.0.0.0', port: 0 }, https: { mode: 'tunnel' } });
+    proxy = await startTestProxy({ admin: { host: '0.0.0.0', port: 0, token: 'loop-guard-test-admin-token' }, https: { mode: 'tunnel' } });
   });
   after(async () => proxy?.close());
 

@@ -1,0 +1,189 @@
+/**
+ * Admission (DESIGN.md "Request flow": admit): who may use the proxy and who they are. For
+ * every request and every CONNECT, before anything is fetched or sent upstream:
+ * 1. the client's address must be in `access.clients` (else 403 `client-not-allowed`);
+ * 2. `Proxy-Authorization: Basic` credentials, when given, must match the credentials file
+ *    (else 407 `proxy-auth-required`; an address past its failure budget gets 429
+ *    `proxy-auth-throttled` without a check); valid ones name the identity;
+ * 3. without credentials, the range's identity applies, if it names one; else, when a
+ *    credentials file is configured, 407; else the client is anonymous.
+ * Requests inside a CONNECT tunnel are covered by the CONNECT's admission (its credentials are
+ * re-checked against the current file, its address against the current ranges, so a reload
+ * applies to open tunnels too). The identity's binding is read from `identities` at each
+ * request. Extension, not in RFC 9309.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/index.js';
+import { decideWithoutRobots } from '../policy/decide.js';
+import type { Decision } from '../policy/decision.js';
+import type { Identity, UserAgentRewrite } from '../policy/identity.js';
+import { AuthThrottle } from './auth-throttle.js';
+import { ClientRanges } from './client-ranges.js';
+import { CredentialVerifier } from './credential-verifier.js';
+import { readCredentialsFile, type CredentialEntry, type Credentials } from './credentials-file.js';
+
+/** A configuration with its credentials file read: what {@link AccessControl.apply} puts in force. */
+export interface PreparedAccess {
+  readonly config: Config;
+  /** The parsed credentials file, or undefined when `access.credentialsFile` is not set. */
+  readonly credentials: Credentials | undefined;
+}
+
+/**
+ * Reads what admission needs from `config` (the credentials file): at start, and before a
+ * reload is applied, so a bad file fails the reload and changes nothing.
+ * @throws {ConfigError} (key `access.credentialsFile`) for a file that cannot be read or has a bad line.
+ */
+export function prepareAccess(config: Config): PreparedAccess {
+  const file = config.access.credentialsFile;
+  return { config, credentials: file === undefined ? undefined : readCredentialsFile(file) };
+}
+
+/** A client admitted once (by a CONNECT): what the requests inside its tunnel inherit. */
+export interface AdmittedClient {
+  /** The identity's name, or null for an anonymous client. */
+  readonly name: string | null;
+  readonly source: Identity['source'] | null;
+  /** The credentials entry that was verified (user and hash), when the identity came from credentials. */
+  readonly credential?: Pick<CredentialEntry, 'user' | 'hash'>;
+}
+
+/** The outcome of {@link AccessControl.admit}. */
+export type Admission =
+  | { isAdmitted: true; identity: Identity | null; client: AdmittedClient }
+  | { isAdmitted: false; refusal: Decision };
+
+/** What the caller knows of the request being admitted. */
+export interface AdmissionContext {
+  /** The target's origin (`scheme://host[:port]`; for a CONNECT, `https://host:port`), for the refusal's Decision. */
+  origin?: string;
+  /** The CONNECT admission of the tunnel the request came through. */
+  tunnel?: AdmittedClient;
+}
+
+/** What {@link AccessControl} is built with. */
+export interface AccessControlDeps {
+  clock: Clock;
+}
+
+const ANONYMOUS: AdmittedClient = { name: null, source: null };
+
+/** Admission of clients (lifecycle: none; {@link AccessControl.apply} swaps in a reloaded configuration). */
+export class AccessControl {
+  #config!: Config;
+  #ranges!: ClientRanges;
+  #verifier: CredentialVerifier | undefined;
+  #identities = new Map<string, Identity>();
+  readonly #throttle: AuthThrottle;
+
+  constructor(prepared: PreparedAccess, private readonly deps: AccessControlDeps) {
+    this.#throttle = new AuthThrottle({ maxFailures: prepared.config.access.maxAuthFailures, windowMs: prepared.config.access.authFailureWindowMs });
+    this.apply(prepared);
+  }
+
+  /** Puts a (reloaded) configuration and credentials file in force, for requests admitted from now on and for open tunnels' next requests. */
+  apply(prepared: PreparedAccess): void {
+    const { config } = prepared;
+    this.#config = config;
+    this.#ranges = new ClientRanges(config.access.clients);
+    this.#identities = new Map();
+    this.#throttle.setLimits({ maxFailures: config.access.maxAuthFailures, windowMs: config.access.authFailureWindowMs });
+    if (prepared.credentials === undefined) this.#verifier = undefined;
+    else if (this.#verifier === undefined) this.#verifier = new CredentialVerifier(prepared.credentials);
+    else this.#verifier.setCredentials(prepared.credentials);
+  }
+
+  /** The credential verifier in force (undefined without a credentials file), for figures. */
+  get verifier(): CredentialVerifier | undefined {
+    return this.#verifier;
+  }
+
+  /**
+   * The {@link Identity} named `name` with what `identities` binds to it (unbound when it has
+   * no entry). Never throws.
+   */
+  identityNamed(name: string, source: Identity['source']): Identity {
+    const key = `${source}\n${name}`;
+    let identity = this.#identities.get(key);
+    if (identity === undefined) {
+      const entry = Object.hasOwn(this.#config.identities, name) ? this.#config.identities[name] : undefined;
+      const userAgent: UserAgentRewrite =
+        entry?.userAgent === 'set' && entry.userAgentValue !== undefined ? { mode: 'set', value: entry.userAgentValue } : { mode: entry?.userAgent === 'append' ? 'append' : 'keep' };
+      identity = { name, source, boundTokens: entry?.tokens ?? [], onMismatch: entry?.onMismatch ?? this.#config.identity.onMismatch, userAgent };
+      this.#identities.set(key, identity);
+    }
+    return identity;
+  }
+
+  /**
+   * True when `name` is an identity the configuration knows: an `identities` key, a range's
+   * identity, or a credentials user's identity (for `/explain?identity=`). Never throws.
+   */
+  isKnownIdentity(name: string): boolean {
+    if (Object.hasOwn(this.#config.identities, name)) return true;
+    if (this.#config.access.clients.some((range) => range.identity === name)) return true;
+    return this.#verifier?.namesIdentity(name) ?? false;
+  }
+
+  /**
+   * Admits one request or CONNECT (see the module comment). Removes `Proxy-Authorization` from
+   * `req.headers` (it is for this proxy only, and must reach no log or upstream). Never rejects.
+   * @returns the identity (null: anonymous), or the refusal to answer with.
+   */
+  async admit(req: IncomingMessage, context: AdmissionContext = {}): Promise<Admission> {
+    const authorization = req.headers['proxy-authorization'];
+    delete req.headers['proxy-authorization'];
+    const address = req.socket?.remoteAddress ?? '';
+    const origin = context.origin ?? '';
+    const range = this.#ranges.match(address);
+    if (!range.isAllowed) {
+      const detail = `the client address ${address || '(unknown)'} is in none of the ranges allowed to use this proxy (access.clients)`;
+      return { isAdmitted: false, refusal: decideWithoutRobots('client-not-allowed', { origin, detail }) };
+    }
+    const tunnel = context.tunnel;
+    if (tunnel !== undefined) return this.#admitTunnelled(tunnel, origin);
+    if (authorization !== undefined && this.#verifier !== undefined) return this.#authenticate(authorization, address, origin, this.#verifier);
+    if (range.identity !== undefined) return this.#admitted(this.identityNamed(range.identity, 'client-range'), { name: range.identity, source: 'client-range' });
+    if (this.#verifier !== undefined) return { isAdmitted: false, refusal: this.#challenge(origin, 'this proxy requires credentials: none were given (Proxy-Authorization: Basic)') };
+    return { isAdmitted: true, identity: null, client: ANONYMOUS };
+  }
+
+  #admitted(identity: Identity, client: AdmittedClient): Admission {
+    return { isAdmitted: true, identity, client };
+  }
+
+  /** A request inside a tunnel: the CONNECT's identity, while its credentials are still in the file. */
+  #admitTunnelled(tunnel: AdmittedClient, origin: string): Admission {
+    if (tunnel.credential !== undefined && !(this.#verifier?.isCurrent(tunnel.credential) ?? false)) {
+      return { isAdmitted: false, refusal: this.#challenge(origin, 'the credentials this tunnel was opened with are no longer valid (the credentials file changed); open a new one') };
+    }
+    if (tunnel.name === null || tunnel.source === null) return { isAdmitted: true, identity: null, client: tunnel };
+    return this.#admitted(this.identityNamed(tunnel.name, tunnel.source), tunnel);
+  }
+
+  async #authenticate(authorization: string, address: string, origin: string, verifier: CredentialVerifier): Promise<Admission> {
+    const waitMs = this.#throttle.retryAfterMs(address, this.deps.clock.nowMs());
+    if (waitMs !== undefined) {
+      const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+      const detail = `more than ${this.#config.access.maxAuthFailures} failed credential checks from this address within access.authFailureWindow; credentials are not checked for ${retryAfterSeconds} s`;
+      return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds } };
+    }
+    const verification = await verifier.verify(authorization);
+    if (verification.ok) {
+      const { entry } = verification;
+      return this.#admitted(this.identityNamed(entry.identity, 'credentials'), { name: entry.identity, source: 'credentials', credential: { user: entry.user, hash: entry.hash } });
+    }
+    this.#throttle.recordFailure(address, this.deps.clock.nowMs());
+    const detail =
+      verification.failure === 'malformed'
+        ? 'the Proxy-Authorization header is not Basic credentials (RFC 7617: "Basic" and base64 of user:password)'
+        : `the credentials for user ${JSON.stringify(verification.user?.slice(0, 128))} were not accepted`;
+    return { isAdmitted: false, refusal: this.#challenge(origin, detail) };
+  }
+
+  /** The 407 refusal, with the Basic challenge (RFC 7617 §2). */
+  #challenge(origin: string, detail: string): Decision {
+    return decideWithoutRobots('proxy-auth-required', { origin, detail, proxyAuthenticate: `Basic realm="${this.#config.access.realm}", charset="UTF-8"` });
+  }
+}

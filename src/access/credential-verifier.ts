@@ -1,0 +1,123 @@
+/**
+ * Checks `Proxy-Authorization: Basic` credentials (RFC 7617) against the credentials file's
+ * bcrypt hashes. bcrypt is slow on purpose (hundreds of ms of CPU at cost 10), so a verified
+ * credential is remembered: the cache is keyed by an HMAC of the header's credentials under a
+ * per-process random key, and holds the user and the hash it matched, never the password. A
+ * credential seen again costs one HMAC and a map lookup; a reloaded file that changes or
+ * removes the user's hash invalidates it. Concurrent checks of one credential share one bcrypt
+ * run. Extension, not in RFC 9309.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import bcrypt from 'bcryptjs';
+import { LRUCache } from 'lru-cache';
+import type { CredentialEntry, Credentials } from './credentials-file.js';
+
+/** Longest `Proxy-Authorization` value read, characters; a longer one is malformed. */
+export const MAX_AUTHORIZATION_CHARS = 4096;
+
+/**
+ * A bcrypt hash (cost 10) of a random password nobody knows: an unknown user is checked against
+ * it, so the answer takes as long as for a known user (no user enumeration by timing).
+ */
+const UNKNOWN_USER_HASH = '$2b$10$k2edtM8LQBqO7MtzMtmnwOkmM7sYWG1sTmYHh8UwD.At/CSqo9dT2';
+
+/** Why credentials were not accepted. */
+export type VerificationFailure = 'malformed' | 'wrong-credentials';
+
+/** The outcome of {@link CredentialVerifier.verify}. */
+export type Verification = { ok: true; entry: CredentialEntry } | { ok: false; failure: VerificationFailure; user?: string };
+
+/** Basic credentials decoded from a header value. */
+interface BasicCredentials {
+  user: string;
+  password: string;
+  /** The base64 token as sent: the cache key is derived from it. */
+  token: string;
+}
+
+/**
+ * Decodes `Basic <base64(user:password)>` (RFC 7617 §2; the scheme is case-insensitive).
+ * Pure; never throws.
+ * @returns the credentials, or undefined for another scheme or a malformed value.
+ */
+export function parseBasicCredentials(header: string): BasicCredentials | undefined {
+  if (header.length > MAX_AUTHORIZATION_CHARS) return undefined;
+  const match = /^\s*basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
+  if (match === null) return undefined;
+  const token = match[1] as string;
+  const decoded = Buffer.from(token, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return undefined;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1), token };
+}
+
+/** Options of {@link CredentialVerifier}. */
+export interface CredentialVerifierOptions {
+  /** Verified credentials remembered (least recently used dropped first). @default 10000 */
+  cacheEntries?: number;
+}
+
+/** Verifies Basic credentials against a credentials file, with a bounded cache (lifecycle: none; swap the file with {@link CredentialVerifier.setCredentials}). */
+export class CredentialVerifier {
+  #users: Credentials;
+  /** Per-process HMAC key: the cache keys mean nothing outside this process. */
+  readonly #key = randomBytes(32);
+  readonly #verified: LRUCache<string, { user: string; hash: string }>;
+  readonly #pending = new Map<string, Promise<boolean>>();
+  #bcryptRuns = 0;
+
+  constructor(users: Credentials, options: CredentialVerifierOptions = {}) {
+    this.#users = users;
+    this.#verified = new LRUCache({ max: options.cacheEntries ?? 10_000 });
+  }
+
+  /** Swaps in a reloaded credentials file; remembered credentials stay valid only while their user's hash is unchanged. */
+  setCredentials(users: Credentials): void {
+    this.#users = users;
+  }
+
+  /** bcrypt comparisons run since start (cache misses), for tests and figures. */
+  get bcryptRuns(): number {
+    return this.#bcryptRuns;
+  }
+
+  /** True when some user of the file authenticates as identity `name`. O(users); never throws. */
+  namesIdentity(name: string): boolean {
+    for (const entry of this.#users.values()) if (entry.identity === name) return true;
+    return false;
+  }
+
+  /** True while `entry` (from an earlier verification) is still in the file with the same hash, e.g. for the requests of a tunnel. */
+  isCurrent(entry: Pick<CredentialEntry, 'user' | 'hash'>): boolean {
+    return this.#users.get(entry.user)?.hash === entry.hash;
+  }
+
+  /**
+   * Checks a `Proxy-Authorization` value. Never rejects.
+   * @returns the user's entry, or why not: `malformed` (not Basic, bad base64, no `:`),
+   *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow).
+   */
+  async verify(header: string): Promise<Verification> {
+    const credentials = parseBasicCredentials(header);
+    if (credentials === undefined) return { ok: false, failure: 'malformed' };
+    const key = createHmac('sha256', this.#key).update(credentials.token).digest('base64');
+    const entry = this.#users.get(credentials.user);
+    const remembered = this.#verified.get(key);
+    if (remembered !== undefined && entry !== undefined && remembered.user === entry.user && remembered.hash === entry.hash) return { ok: true, entry };
+    const hash = entry?.hash ?? UNKNOWN_USER_HASH;
+    const flightKey = `${key}\n${hash}`;
+    let check = this.#pending.get(flightKey);
+    if (check === undefined) {
+      this.#bcryptRuns += 1;
+      check = bcrypt.compare(credentials.password, hash).catch(() => false);
+      this.#pending.set(flightKey, check);
+      void check.finally(() => this.#pending.delete(flightKey));
+    }
+    const isMatch = await check;
+    // The file may have been reloaded meanwhile: accept only if the hash checked is still the user's.
+    const current = this.#users.get(credentials.user);
+    if (!isMatch || entry === undefined || current?.hash !== hash) return { ok: false, failure: 'wrong-credentials', user: credentials.user };
+    this.#verified.set(key, { user: current.user, hash });
+    return { ok: true, entry: current };
+  }
+}
