@@ -46,6 +46,9 @@ Usage:
   robots-proxy report [--config FILE] [--since 7d] [--out report.html]
                                           the compliance report as one HTML file, from the
                                           ledger (or --from-logs FILE...)
+  robots-proxy passwd FILE USER [--identity NAME] [--cost N] [--delete]
+                                          write USER's entry in a proxy credentials file
+                                          (bcrypt of the password read from stdin)
   robots-proxy help | --help              this text
   robots-proxy --version                  the version
 
@@ -115,6 +118,28 @@ ${CONFIG_HELP}
   -h, --help          this text
 `;
 
+const PASSWD_HELP = `Usage: robots-proxy passwd FILE USER [--identity NAME] [--cost N] [--delete]
+
+Adds or replaces USER's entry in the proxy credentials file FILE
+(access.credentialsFile), created with mode 0600 when missing: the bcrypt hash
+of the password read from the first line of stdin (from a terminal it is
+prompted for, without echo). The password itself is never written. Other lines
+are kept; a running proxy reads the file again on SIGHUP or POST /reload.
+
+  printf '%s\\n' "$PASSWORD" | robots-proxy passwd /etc/robots-proxy/users alice
+
+Options:
+      --identity NAME     the identity USER authenticates as (default: USER);
+                          bind it to product tokens under identities: in the config
+      --cost N            bcrypt cost, 4..15 (default 10: a few hundred ms per
+                          check; the proxy remembers verified credentials)
+      --delete            remove USER's entry instead (reads no password)
+  -h, --help              this text
+
+Exit codes: 0 written, 2 bad usage (bad user, empty or over-72-byte password,
+an existing FILE the proxy could not read).
+`;
+
 const configOptions = {
   config: { type: 'string', short: 'c' },
   help: { type: 'boolean', short: 'h' },
@@ -178,6 +203,8 @@ async function main(argv: string[]): Promise<number> {
       const { runReport } = await import('./main.js');
       return runReport(rest, configPathFrom);
     }
+    case 'passwd':
+      return runPasswd(rest);
     case 'ca': {
       const { values } = parseCommandArgs('ca', rest, configOptions);
       if (values.help) return printHelp(CA_HELP);
@@ -201,6 +228,28 @@ function rethrowPlaced(configPath: string): (err: unknown) => Promise<never> {
 
 function printHelp(text: string): number {
   process.stdout.write(text);
+  return 0;
+}
+
+/** `passwd FILE USER`: writes one credentials entry; 0 when written, 2 (thrown UsageError) for bad usage. */
+async function runPasswd(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    'passwd',
+    args,
+    { identity: { type: 'string' }, cost: { type: 'string' }, delete: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    true,
+  );
+  if (values.help) return printHelp(PASSWD_HELP);
+  const [file, user, ...extra] = positionals;
+  if (file === undefined || user === undefined || extra.length > 0) throw new UsageError('passwd needs FILE and USER; run "robots-proxy passwd --help"');
+  const { readPassword, writeCredential } = await import('./access/passwd.js');
+  const password = values.delete ? null : await readPassword(process.stdin, process.stderr, `Password for ${user}: `);
+  const cost = values.cost === undefined ? undefined : Number(values.cost);
+  const outcome = await writeCredential(file, user, password, {
+    ...(values.identity !== undefined ? { identity: values.identity } : {}),
+    ...(cost !== undefined ? { cost } : {}),
+  });
+  process.stderr.write(`robots-proxy passwd: ${outcome} ${user} in ${file}\n`);
   return 0;
 }
 

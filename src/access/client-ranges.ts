@@ -27,6 +27,11 @@ type ParsedRange = { entry: ClientRangeEntry; cidr: [ipaddr.IPv4 | ipaddr.IPv6, 
  */
 export function normaliseClientRange(text: string): { ok: true; range: string } | { ok: false; reason: string } {
   const trimmed = text.trim();
+  const written = trimmed.split('/')[0] ?? '';
+  // ipaddr.js also reads "10.0.0", hex and octal ("010.0.0.1" is 8.0.0.1): only dotted decimal is meant.
+  if (!written.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(written)) {
+    return { ok: false, reason: `is not a CIDR range or an IP address (e.g. "10.1.0.0/16", "192.0.2.7", "2001:db8::/32"): ${JSON.stringify(text)}` };
+  }
   let cidr: [ipaddr.IPv4 | ipaddr.IPv6, number];
   try {
     cidr = trimmed.includes('/') ? ipaddr.parseCIDR(trimmed) : [ipaddr.parse(trimmed), ipaddr.parse(trimmed).kind() === 'ipv4' ? 32 : 128];

@@ -22,7 +22,7 @@ export interface BotMetricsOptions {
   /** Histogram buckets of the queue wait, seconds. */
   queueWaitBuckets: number[];
   /** Metric names. */
-  names: { requests: string; queueWait: string };
+  names: { requests: string; queueWait: string; mismatches: string };
 }
 
 interface Series {
@@ -43,6 +43,8 @@ export class BotMetrics {
   readonly #tokens: TopLabels;
   readonly #identities: TopLabels;
   readonly #series = new Map<string, Series>();
+  /** Identity mismatches (issue 8) by identity, claimed token and bound token, folded like the series. */
+  readonly #mismatches = new Map<string, { identity: string; claimed: string; bound: string; count: number }>();
   readonly #queueWait: Histogram<'token'>;
 
   constructor(registers: Registry[], options: BotMetricsOptions) {
@@ -60,6 +62,17 @@ export class BotMetrics {
         for (const s of self.#series.values()) this.inc({ identity: s.identity, token: s.token, verdict: s.verdict, reason: s.reason }, s.count);
       },
     });
+    new Counter({
+      name: options.names.mismatches,
+      help: 'Requests of a bound identity whose User-Agent named none of its tokens, by identity, claimed token (the User-Agent\'s best candidate; "none" without one) and bound token (the one decided for); labels bounded as in bot_requests_total.',
+      labelNames: ['identity', 'claimed', 'bound'],
+      registers,
+      collect() {
+        self.#rebalance();
+        this.reset();
+        for (const m of self.#mismatches.values()) this.inc({ identity: m.identity, claimed: m.claimed, bound: m.bound }, m.count);
+      },
+    });
     this.#queueWait = new Histogram({
       name: options.names.queueWait,
       help: 'Time a request waited for its start slot, in seconds, by product token (top N by traffic, the rest "other").',
@@ -75,6 +88,12 @@ export class BotMetrics {
     const identity = this.#identities.labelOf(entry.identity || NONE_LABEL);
     const { verdict, reason } = entry.decision;
     this.#add(identity, token, verdict, reason, 1);
+    const facts = entry.decision.identity;
+    if (facts?.isMismatch) {
+      const first = facts.claimedTokens[0];
+      const claimed = first === undefined ? NONE_LABEL : this.#tokens.isLabelled(first) ? first : OTHER_LABEL;
+      this.#addMismatch(identity, claimed, token, 1);
+    }
     const waitMs = entry.timings.queueWaitMs;
     if (waitMs !== null) this.#queueWait.observe({ token }, Math.max(0, waitMs) / 1000);
   }
@@ -84,6 +103,13 @@ export class BotMetrics {
     const series = this.#series.get(key);
     if (series !== undefined) series.count += count;
     else this.#series.set(key, { identity, token, verdict, reason, count });
+  }
+
+  #addMismatch(identity: string, claimed: string, bound: string, count: number): void {
+    const key = `${identity}\n${claimed}\n${bound}`;
+    const known = this.#mismatches.get(key);
+    if (known !== undefined) known.count += count;
+    else this.#mismatches.set(key, { identity, claimed, bound, count });
   }
 
   /** Rebalances both label sets and folds the series of values that lost their label into `other`. */
@@ -97,6 +123,13 @@ export class BotMetrics {
       if (token === s.token && identity === s.identity) continue;
       this.#series.delete(key);
       this.#add(identity, token, s.verdict, s.reason, s.count);
+    }
+    for (const [key, m] of [...this.#mismatches]) {
+      const fold = (value: string): string => (tokens.has(value) ? OTHER_LABEL : value);
+      const identity = identities.has(m.identity) ? OTHER_LABEL : m.identity;
+      if (identity === m.identity && fold(m.claimed) === m.claimed && fold(m.bound) === m.bound) continue;
+      this.#mismatches.delete(key);
+      this.#addMismatch(identity, fold(m.claimed), fold(m.bound), m.count);
     }
     for (const token of tokens) this.#queueWait.remove({ token });
   }

@@ -55,6 +55,8 @@ export const METRIC_NAME = {
   botRequests: `${METRIC_PREFIX}bot_requests_total`,
   /** Histogram {token}: queue wait by product token (top N, the rest `other`), seconds. */
   botQueueWait: `${METRIC_PREFIX}bot_queue_wait_seconds`,
+  /** Counter {identity, claimed, bound}: requests of a bound identity whose User-Agent names none of its tokens (issue 8); labels bounded like `botRequests`. */
+  identityMismatches: `${METRIC_PREFIX}identity_mismatches_total`,
   /** Counter {outcome}: robots.txt fetches by detailed outcome (`2xx`, `4xx`, `too-many-redirects`, `429`, `5xx`, `timeout`, `network`, `other`). */
   robotsFetchOutcomes: `${METRIC_PREFIX}robots_fetch_outcomes_total`,
   /** Gauge {origin}: requests waiting for a start slot at each of the busiest origins (`metrics.busiestOrigins`). */
@@ -266,7 +268,7 @@ export class ProxyMetrics {
       ...(options.tokenLabels !== undefined ? { tokenLabels: options.tokenLabels } : {}),
       ...(options.identityLabels !== undefined ? { identityLabels: options.identityLabels } : {}),
       queueWaitBuckets: QUEUE_WAIT_BUCKETS_SECONDS,
-      names: { requests: METRIC_NAME.botRequests, queueWait: METRIC_NAME.botQueueWait },
+      names: { requests: METRIC_NAME.botRequests, queueWait: METRIC_NAME.botQueueWait, mismatches: METRIC_NAME.identityMismatches },
     });
     registerStatsMetrics(sources, registers);
     if (sources.originPacing) registerOriginPacingMetrics(sources.originPacing, options.busiestOrigins ?? 10, registers);

@@ -1,0 +1,48 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import bcrypt from 'bcryptjs';
+import { CredentialVerifier, parseBasicCredentials } from '../../src/access/credential-verifier.js';
+import { parseCredentials } from '../../src/access/credentials-file.js';
+
+const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const file = (lines: string[]) => parseCredentials(lines.join('\n'), 'users');
+
+test('Basic credentials: scheme in any case, password may hold ":"; anything else is malformed', () => {
+  assert.deepEqual(parseBasicCredentials(basic('alice', 'a:b')), { user: 'alice', password: 'a:b', token: Buffer.from('alice:a:b').toString('base64') });
+  assert.equal(parseBasicCredentials(`bAsIc ${Buffer.from('u:p').toString('base64')}`)?.user, 'u');
+  for (const bad of ['Bearer abc', 'Basic', 'Basic !!!', `Basic ${Buffer.from('nocolon').toString('base64')}`, `Basic ${Buffer.from(':p').toString('base64')}`, `Basic ${'A'.repeat(5000)}`]) {
+    assert.equal(parseBasicCredentials(bad), undefined, bad);
+  }
+});
+
+test('a verified credential is remembered: bcrypt runs once for many checks, and concurrent first checks share it', async () => {
+  const verifier = new CredentialVerifier(file([`alice:${bcrypt.hashSync('s3cret', 4)}:lab`]));
+  const header = basic('alice', 's3cret');
+  const first = await Promise.all([verifier.verify(header), verifier.verify(header), verifier.verify(header)]);
+  for (const v of first) assert.equal(v.ok && v.entry.identity, 'lab');
+  assert.equal(verifier.bcryptRuns, 1);
+  for (let i = 0; i < 50; i++) assert.equal((await verifier.verify(header)).ok, true);
+  assert.equal(verifier.bcryptRuns, 1);
+});
+
+test('wrong password and unknown user fail alike and are never remembered', async () => {
+  const verifier = new CredentialVerifier(file([`alice:${bcrypt.hashSync('s3cret', 4)}`]));
+  assert.deepEqual(await verifier.verify(basic('alice', 'wrong')), { ok: false, failure: 'wrong-credentials', user: 'alice' });
+  assert.deepEqual(await verifier.verify(basic('mallory', 's3cret')), { ok: false, failure: 'wrong-credentials', user: 'mallory' });
+  assert.deepEqual(await verifier.verify('Digest x'), { ok: false, failure: 'malformed' });
+  await verifier.verify(basic('alice', 'wrong'));
+  assert.equal(verifier.bcryptRuns, 3);
+});
+
+test('a reloaded file that changes or removes the user invalidates what was remembered', async () => {
+  const verifier = new CredentialVerifier(file([`alice:${bcrypt.hashSync('old', 4)}`]));
+  assert.equal((await verifier.verify(basic('alice', 'old'))).ok, true);
+  const newHash = bcrypt.hashSync('new', 4);
+  verifier.setCredentials(file([`alice:${newHash}`]));
+  assert.equal((await verifier.verify(basic('alice', 'old'))).ok, false);
+  assert.equal((await verifier.verify(basic('alice', 'new'))).ok, true);
+  assert.equal(verifier.isCurrent({ user: 'alice', hash: newHash }), true);
+  verifier.setCredentials(file([]));
+  assert.equal((await verifier.verify(basic('alice', 'new'))).ok, false);
+  assert.equal(verifier.isCurrent({ user: 'alice', hash: newHash }), false);
+});
