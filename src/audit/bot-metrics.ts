@@ -68,7 +68,8 @@ export class BotMetrics {
       labelNames: ['identity', 'claimed', 'bound'],
       registers,
       collect() {
-        self.#rebalance();
+        // Registered after the requests counter, whose collect has just rebalanced the labels for this scrape
+        // (a second rebalance would halve the counts twice).
         this.reset();
         for (const m of self.#mismatches.values()) this.inc({ identity: m.identity, claimed: m.claimed, bound: m.bound }, m.count);
       },
@@ -91,7 +92,8 @@ export class BotMetrics {
     const facts = entry.decision.identity;
     if (facts?.isMismatch) {
       const first = facts.claimedTokens[0];
-      const claimed = first === undefined ? NONE_LABEL : this.#tokens.isLabelled(first) ? first : OTHER_LABEL;
+      // The claimed token competes for a label like any token (a client that keeps claiming it makes it a top one).
+      const claimed = first === undefined ? NONE_LABEL : this.#tokens.labelOf(first);
       this.#addMismatch(identity, claimed, token, 1);
     }
     const waitMs = entry.timings.queueWaitMs;
