@@ -34,6 +34,10 @@ export interface WriteCredentialOptions {
  *   user to remove that is not there, or an existing file the proxy could not read (its line named).
  */
 export async function writeCredential(file: string, user: string, password: string | null, options: WriteCredentialOptions = {}): Promise<CredentialWrite> {
+  if (!/^[\x21-\x39\x3b-\x7e]{1,128}$/.test(user)) throw new UsageError('passwd: USER must be 1 to 128 printable ASCII characters without ":" or spaces');
+  if (options.identity !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/.test(options.identity)) {
+    throw new UsageError('passwd: --identity must be 1 to 128 letters, digits, ".", "_", "@" or "-", starting with a letter or digit');
+  }
   const cost = options.cost ?? DEFAULT_BCRYPT_COST;
   if (!Number.isInteger(cost) || cost < 4 || cost > 15) throw new UsageError(`passwd: --cost must be an integer 4..15, got ${cost}`);
   if (password !== null) {
