@@ -185,8 +185,8 @@ export interface PacingConfig {
    * Requests waiting per identity per origin; one more gets 429 (`queue-full`, limit
    * `max-queue-per-identity`). In effect at most `maxQueue`. The origin's queue serves
    * identities round-robin, so this bounds what one client can pile up, not how fast it is
-   * served. The identity is the client address until issue 8's identities replace it
-   * (`identityOf` in src/proxy/pipeline.ts). @default 100
+   * served. The identity is the client's identity name (proxy credentials, a named client range),
+   * else its address (`identityOf` in src/proxy/pipeline.ts). @default 100
    */
   readonly maxQueuePerIdentity: number;
   /** Window length for the `window` model, ms; ignored by the other models. @default 1000 */
