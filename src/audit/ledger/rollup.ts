@@ -188,7 +188,8 @@ export function addToCell(cell: RollupCell, entry: AccessEntry): void {
   cell.bytesOut += entry.response.bytesSent;
   const waitMs = entry.timings.queueWaitMs;
   if (waitMs !== null) {
-    const wait = waitMs > 0 ? waitMs : 0;
+    // Whole ms, as the access line shows it: `report --from-logs` must land every wait in the same bucket.
+    const wait = waitMs > 0 ? Math.round(waitMs) : 0;
     cell.queued++;
     cell.waitSumMs += wait;
     if (wait > cell.waitMaxMs) cell.waitMaxMs = wait;
