@@ -78,3 +78,11 @@ export class UnknownIdentityError extends ProxyError {
     super('ERR_UNKNOWN_IDENTITY', message, options);
   }
 }
+
+/** The fleet's shared state (Redis) did not answer in time or refused a command; the caller falls back (`state.redis.onUnavailable`). */
+export class StateUnavailableError extends ProxyError {
+  declare readonly code: 'ERR_STATE_UNAVAILABLE';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_STATE_UNAVAILABLE', message, options);
+  }
+}

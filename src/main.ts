@@ -16,7 +16,9 @@ import { systemClock, type Clock } from './clock.js';
 import { listenConfigError, loadConfig, planReload, readCaFile, stateDirConfigError, type Config, type ReloadPlan } from './config/index.js';
 import { makeDirectory } from './make-directory.js';
 import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } from './cache/index.js';
-import { Pacer, type PacingOptions } from './pacing/index.js';
+import { FleetPacer, Pacer, type PacingOptions, type RequestPacer } from './pacing/index.js';
+import { openRedisFleetState, type RedisFleetState } from './state/index.js';
+import { parseRobotsTxt } from './robots/index.js';
 import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { contentHashOf, Ledger } from './audit/ledger/index.js';
@@ -56,7 +58,10 @@ export interface RunningProxy {
   ca: CaMaterial | undefined;
   metrics: ProxyMetrics;
   robotsCache: RobotsCache;
-  pacer: Pacer;
+  /** The pacer: this process's own, or a fleet's (`state.backend: redis`). */
+  pacer: RequestPacer;
+  /** The fleet's Redis stores, or undefined with `state.backend: memory`. */
+  fleetState: RedisFleetState | undefined;
   pipeline: RequestPipeline;
   /** The proxy listener's connection caps and idle timeout, with the connections open now. */
   connections: ConnectionGuard;
@@ -254,6 +259,16 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   let ledger: Ledger | undefined;
   const fetcher = new RobotsFetcher({ ...fetcherOptionsOf(config), dispatcher: robotsAgent, clock });
   warnIfCacheExceedsHeap(config.robots.cacheBytes, logger);
+  // A fleet shares robots snapshots, pacing slots and pauses through Redis (issue 10).
+  const fleetState =
+    config.state.backend === 'redis'
+      ? await openRedisFleetState(config.state, {
+          clock,
+          logger,
+          retainMs: config.robots.ttlMs,
+          parse: (body) => parseRobotsTxt(body, { maxBytes: config.robots.maxBytes, maxCrawlDelaySeconds: config.pacing.maxCrawlDelayMs / 1000 }),
+        })
+      : undefined;
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
       const { snapshot, body } = await fetcher.fetchWithBody(origin, context);
@@ -263,8 +278,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       ledger?.recordRobotsFetch({ origin, snapshot, body, ...(sha256 === null ? {} : { sha256 }) });
       // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
       logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, sha256, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
-      return snapshot;
+      return { ...snapshot, body };
     },
+    ...(fleetState ? { flight: fleetState.snapshots } : {}),
     clock,
     maxOrigins: config.robots.maxOrigins,
     maxBytes: config.robots.cacheBytes,
@@ -274,7 +290,17 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     errorRetryMaxMs: config.robots.errorRetryMaxMs,
     logger,
   });
-  const pacer = new Pacer(pacingOptionsOf(config), clock);
+  const localPacer = new Pacer(pacingOptionsOf(config), clock);
+  const pacer: RequestPacer = fleetState
+    ? new FleetPacer(localPacer, {
+        slots: fleetState.slots,
+        fleetSize: config.state.fleetSize,
+        onUnavailable: config.state.redis.onUnavailable,
+        pacing: pacingOptionsOf(config),
+        clock,
+        onFallback: (kind) => metrics?.observeFleetFallback(kind),
+      })
+    : localPacer;
   const forwarder = new UpstreamForwarder({
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     timeoutMs: config.upstream.timeoutMs,
@@ -307,6 +333,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     pacing: () => pacer.stats(),
     originPacing: () => pacer.stats().byOrigin,
     ...(ledgerStats ? { ledger: ledgerStats } : {}),
+    ...(fleetState ? { fleetAvailable: () => fleetState.connection.isAvailable } : {}),
     connections: () => connections.stats(),
     robotsCache: () => {
       const stats = robotsCache.stats();
@@ -344,6 +371,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const proxy = new ProxyServer({ pipeline, connect, upgrade, clock, logger, viaPseudonym, onFinished, connections });
   const proxyAddress = await proxy.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
     ledger?.close();
+    void fleetState?.close();
     throw listenConfigError('listen', config.listen.host, config.listen.port, err);
   });
   guard.setOwnListeners([{ host: proxyAddress.address, port: proxyAddress.port }]);
@@ -413,8 +441,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
         upgrade.close();
         await Promise.all([proxy.close(), admin?.close()]);
         await Promise.all([forwarder.close(), robotsAgent.close().catch(() => undefined)]);
-        // After the listeners: every request's access entry has reached the ledger.
+        // After the listeners: every request's access entry has reached the ledger, every slot is released.
         ledger?.close();
+        await fleetState?.close();
         logger.flush();
       },
     },
@@ -458,6 +487,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     } catch (err) {
       await proxy.close();
       ledger?.close();
+      await fleetState?.close();
       throw listenConfigError('admin', config.admin.host, config.admin.port, err);
     }
   }
@@ -479,6 +509,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     metrics,
     robotsCache,
     pacer,
+    fleetState,
     pipeline,
     connections,
     logger,

@@ -59,6 +59,10 @@ export const METRIC_NAME = {
   identityMismatches: `${METRIC_PREFIX}identity_mismatches_total`,
   /** Counter {outcome}: robots.txt fetches by detailed outcome (`2xx`, `4xx`, `too-many-redirects`, `429`, `5xx`, `timeout`, `network`, `other`). */
   robotsFetchOutcomes: `${METRIC_PREFIX}robots_fetch_outcomes_total`,
+  /** Counter {mode}: requests paced while the fleet's Redis did not answer: `local` (alone, delays x fleetSize) or `deny` (503). */
+  fleetFallbacks: `${METRIC_PREFIX}fleet_fallback_requests_total`,
+  /** Gauge: 1 while the fleet's Redis answers, else 0 (only with `state.backend: redis`). */
+  fleetStateAvailable: `${METRIC_PREFIX}fleet_state_available`,
   /** Gauge {origin}: requests waiting for a start slot at each of the busiest origins (`metrics.busiestOrigins`). */
   originQueued: SCRAPE_METRIC_NAME.originQueued,
   /** Gauge {origin}: requests in flight at each of the busiest origins. */
@@ -127,6 +131,7 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'tunnel-denied': ['deny'],
   'internal-error': ['deny'],
   'proxy-shutting-down': ['deny'],
+  'fleet-unavailable': ['deny'],
 };
 
 /** Seconds; from a fast cached allow to a long queue wait plus a slow upstream. */
@@ -148,6 +153,8 @@ export interface MetricsStatsSources {
   originPacing?: OriginPacingSource;
   /** The ledger's counters. */
   ledger?: LedgerMetricsSource;
+  /** Whether the fleet's Redis answers (`state.backend: redis` only). */
+  fleetAvailable?: () => boolean;
 }
 
 /** Options of {@link ProxyMetrics}. */
@@ -190,6 +197,7 @@ export class ProxyMetrics {
   readonly #slotHoldExceeded: Counter<'waiting_on'>;
   readonly #robotsFetchOutcomes: Counter<'outcome'>;
   readonly #bots: BotMetrics;
+  readonly #fleetFallbacks: Counter<'mode'>;
 
   /**
    * @param sources callbacks for the gauges, read at each scrape; a callback
@@ -270,6 +278,24 @@ export class ProxyMetrics {
       queueWaitBuckets: QUEUE_WAIT_BUCKETS_SECONDS,
       names: { requests: METRIC_NAME.botRequests, queueWait: METRIC_NAME.botQueueWait, mismatches: METRIC_NAME.identityMismatches },
     });
+    this.#fleetFallbacks = new Counter({
+      name: METRIC_NAME.fleetFallbacks,
+      help: 'Requests paced while the fleet\'s Redis did not answer: local (alone, delays x state.fleetSize) or deny (answered 503).',
+      labelNames: ['mode'],
+      registers,
+    });
+    for (const mode of ['local', 'deny']) this.#fleetFallbacks.inc({ mode }, 0);
+    const fleetAvailable = sources.fleetAvailable;
+    if (fleetAvailable) {
+      new Gauge({
+        name: METRIC_NAME.fleetStateAvailable,
+        help: '1 while the fleet\'s Redis answers, else 0.',
+        registers,
+        collect() {
+          this.set(fleetAvailable() ? 1 : 0);
+        },
+      });
+    }
     registerStatsMetrics(sources, registers);
     if (sources.originPacing) registerOriginPacingMetrics(sources.originPacing, options.busiestOrigins ?? 10, registers);
     if (sources.ledger) registerLedgerMetrics(sources.ledger, registers);
@@ -330,6 +356,11 @@ export class ProxyMetrics {
     }
     this.#robotsFetches.inc({ state: fetched.state });
     this.#robotsFetchOutcomes.inc({ outcome: robotsFetchOutcomeOf(fetched) });
+  }
+
+  /** Counts one request paced while the fleet's Redis did not answer (`state.redis.onUnavailable`). Never throws. */
+  observeFleetFallback(mode: 'local' | 'deny'): void {
+    this.#fleetFallbacks.inc({ mode });
   }
 
   /**

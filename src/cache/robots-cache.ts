@@ -10,12 +10,17 @@ import { retryDelayMs } from './expiry.js';
 import type { FetchContext } from './robots-fetcher.js';
 import { MemorySnapshotStore, type CacheEntry, type CachedRobotsSnapshot, type SnapshotStore } from './snapshot-store.js';
 import { estimateSnapshotBytes } from './snapshot-size.js';
+import type { FetchedEntry, SnapshotFlight } from '../state/types.js';
 
 /** Default of {@link RobotsCacheOptions.maxBytes}: 256 MiB. */
 export const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024;
 
-/** Fetches one origin's robots.txt; `RobotsFetcher.fetch` is one. Should not reject, but may. */
-export type FetchRobots = (origin: string, context: FetchContext) => Promise<RobotsSnapshot>;
+/**
+ * Fetches one origin's robots.txt; `RobotsFetcher.fetch` is one. Should not reject, but may.
+ * `body`, when given, is the bytes parsed (null for an outcome without one): a fleet's
+ * {@link SnapshotFlight} shares it so other instances parse the same file.
+ */
+export type FetchRobots = (origin: string, context: FetchContext) => Promise<RobotsSnapshot & { body?: Buffer | null }>;
 
 /** The subset of a pino logger the cache uses. */
 export interface CacheLogger {
@@ -48,6 +53,11 @@ export interface RobotsCacheOptions {
   fetchReserveBytes?: number;
   /** Replaces the in-memory LRU store, e.g. with a shared one. */
   store?: SnapshotStore;
+  /**
+   * Shares fetches with a fleet (`state.backend: redis`): one fetch per origin per cache period
+   * for every instance. @default each fetch is this instance's own
+   */
+  flight?: SnapshotFlight;
   logger?: CacheLogger;
   /**
    * Retry delay after `fetch` rejected (a bug, not a network outcome), ms;
@@ -109,6 +119,9 @@ export class RobotsCache {
   readonly #maxBytes: number;
   readonly #fetchReserveBytes: number;
   readonly #inFlight = new Map<string, Promise<CachedRobotsSnapshot>>();
+  readonly #flight: SnapshotFlight | undefined;
+  /** Origins whose entry another instance replaced: fetched (from the fleet's store) on their next use. */
+  readonly #stale = new Set<string>();
   readonly #counts = { hits: 0, misses: 0, fetches: 0, fetchErrors: 0, staleKept: 0, tooLarge: 0 };
   /** Fetches running now (each holds `fetchReserveBytes`), and those waiting for room, in arrival order. */
   #running = 0;
@@ -124,6 +137,16 @@ export class RobotsCache {
     this.#logger = options.logger;
     this.#errorRetryMs = options.errorRetryMs ?? 60_000;
     this.#errorRetryMaxMs = options.errorRetryMaxMs ?? 1_800_000;
+    this.#flight = options.flight;
+    this.#flight?.onNewer((origin) => this.invalidate(origin));
+  }
+
+  /**
+   * Marks the origin's entry as replaced elsewhere (a fleet instance stored a newer one): the
+   * next `get` refreshes it, and keeps serving it meanwhile. Does nothing for an origin without an entry.
+   */
+  invalidate(origin: string): void {
+    if (this.#store.peek(origin) !== undefined) this.#stale.add(origin);
   }
 
   /** Applies reloaded `robots.errorRetry` / `robots.errorRetryMax` (ms) to the retries scheduled from now on. */
@@ -144,7 +167,7 @@ export class RobotsCache {
       return pending;
     }
     const entry = await this.#read(() => this.#store.get(origin), origin);
-    if (entry !== undefined && this.#clock.nowMs() < nextFetchAtMs(entry.snapshot)) {
+    if (entry !== undefined && this.#clock.nowMs() < nextFetchAtMs(entry.snapshot) && !this.#stale.has(origin)) {
       this.#counts.hits++;
       return entry.snapshot;
     }
@@ -221,11 +244,26 @@ export class RobotsCache {
   }
 
   async #fetchAndStore(origin: string, previous: CacheEntry | undefined): Promise<CachedRobotsSnapshot> {
+    this.#stale.delete(origin);
+    const entry = this.#flight ? await this.#flight.refresh(origin, previous, (base) => this.#fetchEntry(origin, base)) : (await this.#fetchEntry(origin, previous)).entry;
+    try {
+      await this.#store.set(origin, entry);
+    } catch (error) {
+      this.#logger?.error({ origin, err: error }, 'robots snapshot store failed to save an entry');
+    }
+    return entry.snapshot;
+  }
+
+  /** Fetches here and computes the origin's next entry; never rejects. */
+  async #fetchEntry(origin: string, previous: CacheEntry | undefined): Promise<FetchedEntry> {
     this.#counts.fetches++;
     const consecutiveFailures = previous?.consecutiveFailures ?? 0;
     let entry: CacheEntry;
+    let body: Buffer | null | undefined;
     try {
-      entry = nextEntry(previous, await this.#fetch(origin, { consecutiveFailures }));
+      const fetched = await this.#fetch(origin, { consecutiveFailures });
+      entry = nextEntry(previous, fetched);
+      body = fetched.body;
     } catch (error) {
       // Includes a fetch that resolved with something that is not a snapshot.
       this.#counts.fetchErrors++;
@@ -249,12 +287,7 @@ export class RobotsCache {
     } else {
       this.#logger?.debug({ origin, state: info.state, status: info.status, error: info.error, expiresAtMs: info.expiresAtMs }, 'robots.txt fetched');
     }
-    try {
-      await this.#store.set(origin, entry);
-    } catch (error) {
-      this.#logger?.error({ origin, err: error }, 'robots snapshot store failed to save an entry');
-    }
-    return entry.snapshot;
+    return { entry, body };
   }
 
   /** An unreachable snapshot for a fetch that rejected. */
@@ -299,16 +332,17 @@ export function nextFetchAtMs(snapshot: CachedRobotsSnapshot): number {
  */
 export function nextEntry(previous: CacheEntry | undefined, fetched: RobotsSnapshot): CacheEntry {
   if (fetched.info.state !== 'unreachable') {
-    return entryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, 0);
+    return cacheEntryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, 0);
   }
   const consecutiveFailures = (previous?.consecutiveFailures ?? 0) + 1;
   const kept = previous?.snapshot;
   if (kept !== undefined && kept.info.state === 'ok' && kept.robots !== null) {
-    return entryOf({ info: kept.info, robots: kept.robots, lastFailure: fetched.info }, consecutiveFailures);
+    return cacheEntryOf({ info: kept.info, robots: kept.robots, lastFailure: fetched.info }, consecutiveFailures);
   }
-  return entryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures);
+  return cacheEntryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures);
 }
 
-function entryOf(snapshot: CachedRobotsSnapshot, consecutiveFailures: number): CacheEntry {
+/** A cache entry of `snapshot`, with its estimated bytes. Never throws. */
+export function cacheEntryOf(snapshot: CachedRobotsSnapshot, consecutiveFailures: number): CacheEntry {
   return { snapshot, consecutiveFailures, bytes: estimateSnapshotBytes(snapshot) };
 }

@@ -39,6 +39,8 @@ export const RESTART_REQUIRED_KEYS: readonly string[] = [
   // never closes the ledger, so nothing aggregated is lost on SIGHUP.
   'ledger',
   'metrics',
+  // The fleet's stores and their Redis connections are built once.
+  'state',
 ];
 
 /** The outcome of comparing the running configuration with a new one. */

@@ -22,6 +22,7 @@ import type {
   PacingConfig,
   RobotsConfig,
   ShutdownConfig,
+  StateConfig,
   UpstreamConfig,
 } from './types.js';
 import { formatDuration, formatSize, parseDuration, parseSize, type UnitParse } from './units.js';
@@ -241,6 +242,24 @@ const metricsShape = {
   busiestOrigins: int(0, 1_000).default(10),
 };
 
+const redisStateShape = {
+  url: z
+    .string()
+    .refine((u) => /^rediss?:\/\/[^\s]+$/.test(u) && URL.canParse(u), { message: 'must be a redis:// or rediss:// URL, e.g. redis://redis:6379' })
+    .default('redis://127.0.0.1:6379'),
+  keyPrefix: z.string().max(100).default('robots-proxy:'),
+  onUnavailable: z.enum(['local', 'deny']).default('local'),
+  commandTimeout: duration(10, MINUTE_MS).prefault('500ms'),
+  slotLease: duration(100, HOUR_MS).prefault('30s'),
+  robotsLockLease: duration(100, HOUR_MS).prefault('15s'),
+};
+
+const stateShape = {
+  backend: z.enum(['memory', 'redis']).default('memory'),
+  fleetSize: int(1, 1_000).default(1),
+  redis: section(redisStateShape),
+};
+
 const logShape = { level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') };
 
 type Issues = z.core.$RefinementCtx['issues'];
@@ -424,6 +443,21 @@ const identitiesSchema = z
     return Object.fromEntries(Object.entries(identities)) as Readonly<Record<string, IdentityConfig>>;
   });
 
+const stateSchema = section(stateShape).transform(
+  (s): StateConfig => ({
+    backend: s.backend,
+    fleetSize: s.fleetSize,
+    redis: {
+      url: s.redis.url,
+      keyPrefix: s.redis.keyPrefix,
+      onUnavailable: s.redis.onUnavailable,
+      commandTimeoutMs: s.redis.commandTimeout,
+      slotLeaseMs: s.redis.slotLease,
+      robotsLockLeaseMs: s.redis.robotsLockLease,
+    },
+  }),
+);
+
 const rootShape = {
   listen: section(listenShape),
   admin: section(adminShape),
@@ -441,6 +475,7 @@ const rootShape = {
   access: accessSchema,
   identities: identitiesSchema,
   identity: section(identityDefaultsShape),
+  state: stateSchema,
 };
 
 /** True for a bind host that is loopback only (`127.0.0.0/8`, `::1`, `localhost`). */
@@ -499,6 +534,8 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   access: Object.keys(accessShape),
   'identities.*': Object.keys(identityEntryShape),
   identity: Object.keys(identityDefaultsShape),
+  state: Object.keys(stateShape),
+  'state.redis': Object.keys(redisStateShape),
 };
 
 /**

@@ -309,6 +309,41 @@ export interface MetricsConfig {
   readonly busiestOrigins: number;
 }
 
+/** Where the state a fleet shares lives (issue 10): `state.redis.*`. Extension, not in RFC 9309. */
+export interface RedisStateConfig {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://...` (TLS). @default 'redis://127.0.0.1:6379' */
+  readonly url: string;
+  /** Prefix of every key and channel, so several fleets can share one Redis. @default 'robots-proxy:' */
+  readonly keyPrefix: string;
+  /**
+   * What requests get while Redis cannot be reached: `local` paces each instance on its own with
+   * every delay multiplied by `state.fleetSize` (and `maxConcurrency` divided by it), logged and
+   * counted, until Redis answers again; `deny` answers 503 with `Retry-After`. @default 'local'
+   */
+  readonly onUnavailable: 'local' | 'deny';
+  /** Longest wait for one Redis command (connecting included), ms, 10 ms..60 s; past it Redis counts as unavailable. @default 500 */
+  readonly commandTimeoutMs: number;
+  /**
+   * Lease of a pacing slot, ms, 100 ms..1 h: a crashed instance's slot is free again after this.
+   * Renewed while the request runs, so a long request keeps its slot. @default 30_000
+   */
+  readonly slotLeaseMs: number;
+  /**
+   * Lease of the fleet-wide robots.txt fetch lock, ms, 100 ms..1 h: when the instance fetching dies,
+   * another one fetches after this. Should exceed `robots.timeout`. @default 15_000
+   */
+  readonly robotsLockLeaseMs: number;
+}
+
+/** What a fleet of instances shares (issue 10). Extension, not in RFC 9309. */
+export interface StateConfig {
+  /** `memory`: this process alone (the default; no Redis needed). `redis`: shared with the fleet through `state.redis`. @default 'memory' */
+  readonly backend: 'memory' | 'redis';
+  /** Instances in the fleet, 1..1000: the `local` fallback multiplies every delay by it. @default 1 */
+  readonly fleetSize: number;
+  readonly redis: RedisStateConfig;
+}
+
 /** The whole validated configuration. Build it with `parseConfig`, `loadConfig` or `defaultConfig`. */
 export interface Config {
   readonly listen: ListenConfig;
@@ -337,4 +372,5 @@ export interface Config {
   /** Identities by name (credentials users, range identities) and what they are bound to. */
   readonly identities: Readonly<Record<string, IdentityConfig>>;
   readonly identity: IdentityDefaultsConfig;
+  readonly state: StateConfig;
 }

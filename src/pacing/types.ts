@@ -2,6 +2,7 @@
  * The values the pacer hands out: slots, refusals and statistics
  * (DESIGN.md "Pacing semantics").
  */
+import type { PacingOptions } from './pacing-options.js';
 
 /** What the caller learned from upstream when it releases a slot. */
 export interface ReleaseOutcome {
@@ -94,6 +95,7 @@ export interface RequestLimits {
  *   were hit, the first in that order.
  * - `aborted`: the caller's signal aborted before a slot was granted; nothing may be sent upstream.
  * - `closed`: the pacer was closed.
+ * - `fleet-unavailable`: a fleet's Redis does not answer and the operator chose `deny` (issue 10).
  */
 export type Refusal =
   | {
@@ -115,7 +117,13 @@ export type Refusal =
       expectedWaitMs: number;
     }
   | { reason: 'aborted' }
-  | { reason: 'closed' };
+  | { reason: 'closed' }
+  | {
+      /** The fleet's shared state (Redis) is unreachable and `state.redis.onUnavailable` is `deny`: answer 503. */
+      reason: 'fleet-unavailable';
+      /** Whole seconds (>= 1) to suggest in `Retry-After`. */
+      retryAfterSeconds: number;
+    };
 
 /** The result of `Pacer.acquire`: a slot, or the reason there is none. */
 export type AcquireOutcome = { granted: true; slot: Slot } | { granted: false; refusal: Refusal };
@@ -146,4 +154,21 @@ export interface PacingStats {
   /** Origins currently paused by an overload answer. */
   pausedOrigins: number;
   byOrigin: OriginPacingStats[];
+}
+
+/**
+ * What the proxy needs of a pacer: the in-process {@link Pacer}, or a fleet's (`fleet-pacer.ts`),
+ * which puts the fleet-wide slot behind the local one.
+ */
+export interface RequestPacer {
+  /** See `Pacer.acquire`. */
+  acquire(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome>;
+  /** See `Pacer.originStats`. */
+  originStats(origin: string): OriginPacingStats | undefined;
+  /** See `Pacer.stats`. */
+  stats(): PacingStats;
+  /** See `Pacer.reconfigure`. */
+  reconfigure(options: PacingOptions): void;
+  /** See `Pacer.close`. */
+  close(): void;
 }

@@ -34,6 +34,8 @@ import type { RuleKind } from '../robots/types.js';
  * - `internal-error`: the proxy failed while handling the request (a bug caught by an error boundary; answered 500).
  * - `proxy-shutting-down`: the proxy is draining before it exits (SIGTERM/SIGINT): the request
  *   arrived, or was still queued, after the drain began; answered 503 with `Retry-After`.
+ * - `fleet-unavailable`: the fleet's shared state (Redis) does not answer and
+ *   `state.redis.onUnavailable` is `deny`; answered 503 with `Retry-After` (issue 10).
  */
 export type DecisionReason =
   | 'rule-allow'
@@ -55,7 +57,8 @@ export type DecisionReason =
   | 'misdirected'
   | 'tunnel-denied'
   | 'internal-error'
-  | 'proxy-shutting-down';
+  | 'proxy-shutting-down'
+  | 'fleet-unavailable';
 
 /** Every {@link DecisionReason}, for metrics pre-registration and validation. */
 export const DECISION_REASONS: readonly DecisionReason[] = [
@@ -79,6 +82,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'tunnel-denied',
   'internal-error',
   'proxy-shutting-down',
+  'fleet-unavailable',
 ];
 
 /** `allow` or `deny`. */

@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { resolveHostOverride } from '../config/index.js';
-import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type Pacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
+import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { decide, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
 import { identifyAgent, outgoingUserAgent, type Identity } from '../policy/identity.js';
@@ -38,7 +38,7 @@ export interface PipelineDeps {
   /** The configuration at start; {@link RequestPipeline.setConfig} replaces it on a reload. */
   config: Config;
   robots: SnapshotSource;
-  pacer: Pacer;
+  pacer: RequestPacer;
   forwarder: UpstreamForwarder;
   guard: TargetGuard;
   clock: Clock;
@@ -272,6 +272,10 @@ export class RequestPipeline {
         limit: refusal.limit,
         retryAfterSeconds: refusal.retryAfterSeconds,
       };
+    } else if (refusal.reason === 'fleet-unavailable') {
+      decision.verdict = 'deny';
+      decision.reason = 'fleet-unavailable';
+      decision.pacing = { delayMs, waitedMs: 0, retryAfterSeconds: refusal.retryAfterSeconds };
     } else if (refusal.reason === 'closed') {
       // The proxy began to drain while this request waited (or before it got here).
       decision.verdict = 'deny';

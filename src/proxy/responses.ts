@@ -40,6 +40,7 @@ export function statusFor(decision: Decision): number {
       return 407;
     case 'robots-unreachable':
     case 'proxy-shutting-down':
+    case 'fleet-unavailable':
       return 503;
     case 'queue-full':
     case 'proxy-auth-throttled':
@@ -93,6 +94,7 @@ export function retryAfterSecondsFor(decision: Decision, nowMs: number): number 
   if (decision.reason === 'queue-full') return toDelaySeconds(decision.pacing?.retryAfterSeconds ?? 1);
   if (decision.reason === 'proxy-auth-throttled') return toDelaySeconds(decision.retryAfterSeconds ?? 1);
   if (decision.reason === 'proxy-shutting-down') return SHUTDOWN_RETRY_AFTER_SECONDS;
+  if (decision.reason === 'fleet-unavailable') return toDelaySeconds(decision.pacing?.retryAfterSeconds ?? 1);
   if (decision.reason === 'robots-unreachable' && decision.snapshot) {
     return toDelaySeconds((decision.snapshot.expiresAtMs - nowMs) / 1000);
   }
@@ -251,6 +253,8 @@ function summary(d: Decision): string {
       return 'The request names another origin than the CONNECT tunnel it came through.';
     case 'proxy-shutting-down':
       return 'The proxy is shutting down and takes no new requests; retry shortly.';
+    case 'fleet-unavailable':
+      return 'The proxy cannot reach the state its fleet shares, so it cannot keep the fleet within the site\'s rate; retry shortly.';
     case 'upstream-error':
       if (isCertificateError(d.upstream?.error)) {
         return (

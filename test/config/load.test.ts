@@ -46,6 +46,7 @@ describe('loadConfig: one fixture per failure mode', () => {
     ['bad-host-override.yaml', 'hosts["example.com"].maxConcurency', 4, 5],
     ['host-glob-misplaced.yaml', 'hosts["cdn.*.example.com"]', 5, 3],
     ['port-collision.yaml', 'admin.port', 4, 3],
+    ['bad-redis-url.yaml', 'state.redis.url', 4, 5],
     ['not-a-mapping.yaml', undefined, 1, 1],
     ['bad-client-range.yaml', 'access.clients["1"].range', 5, 9],
     ['admin-beyond-loopback.yaml', 'admin.host', 4, 3],
@@ -224,6 +225,11 @@ describe('valid sample', () => {
         monitoring: { tokens: [], userAgent: 'keep' },
       },
       identity: { onMismatch: 'deny' },
+      state: {
+        backend: 'redis',
+        fleetSize: 3,
+        redis: { url: 'redis://redis.internal:6380/2', keyPrefix: 'fleet-a:', onUnavailable: 'deny', commandTimeoutMs: 250, slotLeaseMs: 10_000, robotsLockLeaseMs: 20_000 },
+      },
     };
     assert.deepEqual(loadConfig(fixture('valid.yaml')), expected);
   });

@@ -1,0 +1,91 @@
+/**
+ * A private `redis-server` for one test file: the binary from the PATH, on a
+ * free loopback port, no persistence, in a temp directory. Never the
+ * machine's shared instance (6379), never FLUSHALL. Where the binary is
+ * missing, {@link REDIS_SKIP} is the one line the tests skip with.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** Undefined when `redis-server` runs; else the reason the Redis tests are skipped. */
+export const REDIS_SKIP: string | undefined =
+  spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0 ? undefined : 'redis-server is not on the PATH (.ci/run installs it): Redis tests skipped';
+
+/** A running private Redis. */
+export interface RedisServer {
+  port: number;
+  url: string;
+  /** A client for the test's own checks (INFO, key reads); closed by {@link RedisServer.stop}. */
+  client: Redis;
+  /** Stops the server (SIGTERM, no save) and waits for it to exit. Idempotent. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port (after {@link RedisServer.stop}); the data is gone. */
+  restart(): Promise<void>;
+  /** Stops it for good and removes its directory. */
+  close(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a private redis-server on a free port; resolves once it answers PING. */
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort();
+  if (port === 6379) throw new Error('refusing the shared Redis port');
+  const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-redis-'));
+  let child: ChildProcess | undefined;
+  const launch = async (): Promise<void> => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no'], { stdio: 'ignore' });
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 0 });
+    probe.on('error', () => undefined);
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+        if ((await probe.ping()) === 'PONG') break;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    probe.disconnect();
+  };
+  await launch();
+  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  client.on('error', () => undefined);
+  const stop = async (): Promise<void> => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      running.once('exit', () => resolve());
+      running.kill('SIGTERM');
+      setTimeout(() => running.kill('SIGKILL'), 3000).unref();
+    });
+  };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    client,
+    stop,
+    restart: launch,
+    close: async () => {
+      client.disconnect();
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
