@@ -1,7 +1,10 @@
 /**
  * Loopback origins in their own process, so the timestamps they record are
  * not delayed by the test's client load (each process has its own event loop).
- * argv[2]: JSON `{ "<name>": { "robots"?: string, "robotsStatus"?: number, "pageDelayMs"?: number } }`.
+ * argv[2]: JSON `{ "<name>": { "robots"?: string, "robotsStatus"?: number, "pageDelayMs"?: number,
+ *   "robotsFirstDelayMs"?: number, "paths"?: { "<path>": { "status"?, "retryAfter"?, "delayMs"? } } } }`:
+ *   `robotsFirstDelayMs` delays the first robots.txt answer only; `paths` answers those paths
+ *   (query excluded) otherwise than a page.
  * argv[3] (optional): JSON `{ "certPem": string, "keyPem": string }`: serve HTTPS with that certificate.
  * Prints one JSON line `{ "<name>": port }` when listening.
  * `GET /__hits` on an origin answers its recorded hits (not recorded itself).
@@ -14,6 +17,8 @@ interface SiteSpec {
   robots?: string;
   robotsStatus?: number;
   pageDelayMs?: number;
+  robotsFirstDelayMs?: number;
+  paths?: Record<string, { status?: number; retryAfter?: string; delayMs?: number }>;
 }
 
 const specs = JSON.parse(process.argv[2] ?? '{}') as Record<string, SiteSpec>;
@@ -22,6 +27,7 @@ const ports: Record<string, number> = {};
 
 for (const [name, spec] of Object.entries(specs)) {
   const hits: Array<{ method: string; url: string; atMs: number; userAgent: string | undefined }> = [];
+  let robotsAnswered = 0;
   const handler: http.RequestListener = (req, res) => {
     if (req.url === '/__hits') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -30,8 +36,20 @@ for (const [name, spec] of Object.entries(specs)) {
     }
     hits.push({ method: req.method ?? '', url: req.url ?? '', atMs: performance.timeOrigin + performance.now(), userAgent: req.headers['user-agent'] });
     if (req.url === '/robots.txt') {
-      res.writeHead(spec.robotsStatus ?? 200, { 'content-type': 'text/plain' });
-      res.end(spec.robots ?? '');
+      const answerRobots = (): void => {
+        res.writeHead(spec.robotsStatus ?? 200, { 'content-type': 'text/plain' });
+        res.end(spec.robots ?? '');
+      };
+      if (robotsAnswered++ === 0 && spec.robotsFirstDelayMs) setTimeout(answerRobots, spec.robotsFirstDelayMs);
+      else answerRobots();
+      return;
+    }
+    const special = spec.paths?.[(req.url ?? '').split('?')[0]!];
+    if (special) {
+      setTimeout(() => {
+        res.writeHead(special.status ?? 200, { 'content-type': 'text/plain', ...(special.retryAfter ? { 'retry-after': special.retryAfter } : {}) });
+        res.end(`answer ${req.url}\n`);
+      }, special.delayMs ?? 0);
       return;
     }
     const answer = (): void => {

@@ -55,7 +55,9 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 /** Starts the origins of `specs` in a child process. */
-export async function startOriginsProcess(specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number }>): Promise<OriginsProcess> {
+export async function startOriginsProcess(
+  specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number; robotsFirstDelayMs?: number; paths?: Record<string, { status?: number; retryAfter?: string; delayMs?: number }> }>,
+): Promise<OriginsProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/helpers/origins-process.ts'), JSON.stringify(specs)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
   const ports = JSON.parse(await firstLine(child, 'origins process')) as Record<string, number>;
   return {
