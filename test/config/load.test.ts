@@ -261,6 +261,10 @@ describe('defaultConfig', () => {
     assert.equal(docker.listen.host, '0.0.0.0');
     assert.equal(docker.upstream.allowPrivateNetworks, false);
     assert.ok(docker.shutdown.drainTimeoutMs < 10_000, 'a drain ends before `docker stop` sends SIGKILL');
+    const fleet = loadConfig(join(root, 'config/fleet.yaml'));
+    assert.deepEqual(fleet.state, { ...defaultConfig().state, backend: 'redis', fleetSize: 3, redis: { ...defaultConfig().state.redis, url: 'redis://redis:6379' } });
+    assert.deepEqual([fleet.https.caCert, fleet.https.caKey], ['/etc/robots-proxy/ca/ca.pem', '/etc/robots-proxy/ca/ca-key.pem']);
+    assert.deepEqual({ ...fleet, state: docker.state, https: docker.https }, docker, 'otherwise config/docker.yaml');
   });
 
   it('returns a fresh object each time', () => {
