@@ -81,6 +81,9 @@ export const METRIC_NAME = {
   ledgerWriteSeconds: SCRAPE_METRIC_NAME.ledgerWriteSeconds,
 } as const;
 
+/** Values of the `mode` label of {@link METRIC_NAME.fleetFallbacks} (`state.redis.onUnavailable`). */
+export const FLEET_FALLBACK_MODES = ['local', 'deny'] as const;
+
 /** Values of the `kind` label of {@link METRIC_NAME.clientTimeouts}. */
 export type ClientTimeoutKind = 'idle' | 'request-body' | 'response-write';
 
@@ -284,7 +287,7 @@ export class ProxyMetrics {
       labelNames: ['mode'],
       registers,
     });
-    for (const mode of ['local', 'deny']) this.#fleetFallbacks.inc({ mode }, 0);
+    for (const mode of FLEET_FALLBACK_MODES) this.#fleetFallbacks.inc({ mode }, 0);
     const fleetAvailable = sources.fleetAvailable;
     if (fleetAvailable) {
       new Gauge({

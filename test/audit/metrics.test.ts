@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { METRIC_NAME, METRIC_PREFIX, ProxyMetrics, toStatusClass, VERDICTS_BY_REASON } from '../../src/audit/metrics.js';
+import { FLEET_FALLBACK_MODES, METRIC_NAME, METRIC_PREFIX, ProxyMetrics, toStatusClass, VERDICTS_BY_REASON } from '../../src/audit/metrics.js';
 import { DECISION_REASONS } from '../../src/policy/decision.js';
 import { CONNECTION_LIMIT_NAMES, SLOT_HOLD_WAITING_ON } from '../../src/audit/limit-events.js';
 import { ROBOTS_FETCH_OUTCOMES } from '../../src/audit/scrape-metrics.js';
@@ -73,6 +73,7 @@ describe('ProxyMetrics', () => {
       kind: new Set(['idle', 'request-body', 'response-write']),
       waiting_on: new Set(SLOT_HOLD_WAITING_ON),
       outcome: new Set(ROBOTS_FETCH_OUTCOMES),
+      mode: new Set(FLEET_FALLBACK_MODES),
       // Bounded by TopLabels (tested in bot-metrics.test.ts): the decided token, no identity.
       token: new Set(['gptbot']),
       identity: new Set(['none']),

@@ -25,6 +25,8 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port (after {@link RedisServer.stop}); the data is gone. */
   restart(): Promise<void>;
+  /** Sends `signal` to the server process (SIGSTOP: it stops answering with its connections open; SIGCONT resumes it). */
+  signal(signal: NodeJS.Signals): void;
   /** Stops it for good and removes its directory. */
   close(): Promise<void>;
 }
@@ -82,6 +84,7 @@ export async function startRedisServer(): Promise<RedisServer> {
     client,
     stop,
     restart: launch,
+    signal: (signal) => void child?.kill(signal),
     close: async () => {
       client.disconnect();
       await stop();

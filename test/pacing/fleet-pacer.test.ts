@@ -1,0 +1,114 @@
+/**
+ * The fleet pacer (issue 10) on a fake clock: three instances (three local
+ * pacers) sharing one in-process slot store with the Redis store's semantics.
+ * Spacing and concurrency are fleet-wide, a pause set by one instance holds
+ * the others, and while the store is unavailable `local` multiplies the delay
+ * by fleetSize and `deny` refuses.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { FleetPacer } from '../../src/pacing/fleet-pacer.js';
+import { Pacer } from '../../src/pacing/pacer.js';
+import type { AcquireOutcome, PacingOptions, Slot } from '../../src/pacing/index.js';
+import { MemorySlotStore } from '../../src/state/memory.js';
+import type { SlotStore } from '../../src/state/types.js';
+import { FakeClock, flushMicrotasks } from './fake-clock.js';
+
+const ORIGIN = 'https://a.example';
+const OPTIONS: PacingOptions = { maxConcurrency: 4, maxWaitMs: 60_000, maxQueue: 100 };
+
+function fleetOf(clock: FakeClock, slots: SlotStore, count = 3, extra: Partial<ConstructorParameters<typeof FleetPacer>[1]> = {}): FleetPacer[] {
+  return Array.from({ length: count }, () => new FleetPacer(new Pacer(OPTIONS, clock), { slots, fleetSize: count, onUnavailable: 'local', pacing: OPTIONS, clock, ...extra }));
+}
+
+/** Acquires, records the grant time, holds the slot `holdMs`, releases with `status`. */
+async function run(clock: FakeClock, pacer: FleetPacer, delayMs: number, starts: number[], holdMs = 10, status = 200): Promise<AcquireOutcome> {
+  const outcome = await pacer.acquire(ORIGIN, delayMs, { identity: 'bot' });
+  if (!outcome.granted) return outcome;
+  starts.push(clock.nowMs());
+  const slot: Slot = outcome.slot;
+  slot.markSent();
+  clock.setTimer(() => slot.release({ status }), holdMs);
+  return outcome;
+}
+
+async function settle(clock: FakeClock, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += 5) {
+    await clock.advance(5);
+    await flushMicrotasks();
+  }
+}
+
+describe('FleetPacer over a shared slot store', () => {
+  it('spaces three instances\' requests by the delay fleet-wide, one in flight at a time', async () => {
+    const clock = new FakeClock();
+    const fleet = fleetOf(clock, new MemorySlotStore(clock, 30_000));
+    const starts: number[] = [];
+    const all = fleet.flatMap((p) => [0, 1, 2, 3].map(() => run(clock, p, 100, starts, 30)));
+    await settle(clock, 1_500);
+    const outcomes = await Promise.all(all);
+    assert.equal(outcomes.filter((o) => o.granted).length, 12);
+    starts.sort((a, b) => a - b);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    assert.ok(gaps.every((g) => g >= 100), `gaps ${gaps.join(' ')}`);
+    // Not three times slower: the fleet shares one rate.
+    assert.ok(starts.at(-1)! - starts[0]! <= 11 * 100 + 11 * 10, `12 starts over ${starts.at(-1)! - starts[0]!} ms`);
+  });
+
+  it('keeps maxConcurrency fleet-wide for an undelayed origin', async () => {
+    const clock = new FakeClock();
+    const fleet = fleetOf(clock, new MemorySlotStore(clock, 30_000));
+    const starts: number[] = [];
+    const all = fleet.flatMap((p) => [0, 1, 2].map(() => run(clock, p, 0, starts, 100)));
+    await flushMicrotasks();
+    await flushMicrotasks();
+    assert.equal(starts.length, 4, 'maxConcurrency 4 for the three together');
+    await settle(clock, 400);
+    assert.equal((await Promise.all(all)).filter((o) => o.granted).length, 9);
+  });
+
+  it('pauses every instance when one of them sees a 429 with Retry-After', async () => {
+    const clock = new FakeClock();
+    const [a, b] = fleetOf(clock, new MemorySlotStore(clock, 30_000), 2);
+    const starts: number[] = [];
+    const limitedAtMs = clock.nowMs();
+    const outcome = await a!.acquire(ORIGIN, 0, { identity: 'bot' });
+    assert.ok(outcome.granted);
+    outcome.slot.release({ status: 429, retryAfter: '3' });
+    const later = run(clock, b!, 0, starts);
+    await settle(clock, 3_100);
+    assert.ok((await later).granted);
+    assert.ok(starts[0]! - limitedAtMs >= 3_000, `started ${starts[0]! - limitedAtMs} ms after the 429`);
+  });
+});
+
+/** A store that does not answer (Redis down). */
+class DownStore extends MemorySlotStore {
+  override get isAvailable(): boolean {
+    return false;
+  }
+}
+
+describe('FleetPacer while the store is unavailable', () => {
+  it('local: paces alone with the delay multiplied by fleetSize, and counts it', async () => {
+    const clock = new FakeClock();
+    const fallbacks: string[] = [];
+    const [pacer] = fleetOf(clock, new DownStore(clock, 30_000), 3, { onFallback: (kind) => fallbacks.push(kind) });
+    const starts: number[] = [];
+    const all = [0, 1, 2].map(() => run(clock, pacer!, 100, starts));
+    await settle(clock, 800);
+    const outcomes = await Promise.all(all);
+    assert.ok(outcomes.every((o) => o.granted && o.slot.delayMs === 300));
+    assert.deepEqual(starts.slice(1).map((t, i) => t - starts[i]! >= 300), [true, true]);
+    assert.deepEqual(fallbacks, ['local', 'local', 'local']);
+  });
+
+  it('deny: refuses at once with fleet-unavailable and a Retry-After', async () => {
+    const clock = new FakeClock();
+    const [pacer] = fleetOf(clock, new DownStore(clock, 30_000), 3, { onUnavailable: 'deny' });
+    const outcome = await pacer!.acquire(ORIGIN, 100, { identity: 'bot' });
+    assert.equal(outcome.granted, false);
+    assert.deepEqual(outcome.granted ? undefined : outcome.refusal.reason, 'fleet-unavailable');
+    assert.ok(!outcome.granted && outcome.refusal.reason === 'fleet-unavailable' && outcome.refusal.retryAfterSeconds >= 1);
+  });
+});
