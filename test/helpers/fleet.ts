@@ -8,7 +8,7 @@ import { proxyGet } from './harness.js';
 import { startProxyProcess, type ProxyProcess } from './processes.js';
 
 /** The YAML of one fleet instance; `extra` adds top-level sections (and may override `pacing`). */
-export function fleetYaml(redisUrl: string, keyPrefix: string, options: { onUnavailable?: 'local' | 'deny'; slotLease?: string; robotsLockLease?: string; pacing?: string; extra?: string } = {}): string {
+export function fleetYaml(redisUrl: string, keyPrefix: string, options: { onUnavailable?: 'local' | 'deny'; commandTimeout?: string; slotLease?: string; robotsLockLease?: string; pacing?: string; extra?: string } = {}): string {
   return [
     'listen: { host: 127.0.0.1, port: 0 }',
     'admin: { enabled: false }',
@@ -25,9 +25,12 @@ export function fleetYaml(redisUrl: string, keyPrefix: string, options: { onUnav
     `    url: ${redisUrl}`,
     `    keyPrefix: "${keyPrefix}"`,
     `    onUnavailable: ${options.onUnavailable ?? 'local'}`,
-    '    commandTimeout: 300ms',
-    `    slotLease: ${options.slotLease ?? '2s'}`,
-    `    robotsLockLease: ${options.robotsLockLease ?? '2s'}`,
+    // Long enough that a loaded test machine does not fall back (a fallback paces per instance:
+    // within the site's rate on average, not gap by gap). A stopped Redis closes the connection,
+    // which is noticed at once whatever this is.
+    `    commandTimeout: ${options.commandTimeout ?? '2s'}`,
+    `    slotLease: ${options.slotLease ?? '30s'}`,
+    `    robotsLockLease: ${options.robotsLockLease ?? '15s'}`,
     options.extra ?? '',
   ].join('\n');
 }
