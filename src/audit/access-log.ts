@@ -5,9 +5,8 @@
  * keys. Field names are the constants below, so dashboards and tests share
  * them. Extension, not in RFC 9309.
  */
-import { SAFE_RECORD } from './logger.js';
-import type { Logger } from 'pino';
-import type { Decision } from '../policy/decision.js';
+import type { Decision, SnapshotInfo } from '../policy/decision.js';
+import { createIsoFormatter } from './iso-time.js';
 import type { AccessEntry } from './access-entry.js';
 
 /** Top-level field names of an access log line (besides pino's `level`, `time`, `pid`, `hostname`, `msg`). */
@@ -118,42 +117,63 @@ function cap(value: string, maxChars: number, field: string, truncated: string[]
   return value.slice(0, end);
 }
 
-/** Milliseconds since the epoch as ISO-8601, or `'invalid'` for a value Date cannot represent. */
-function toIso(ms: number): string {
-  const d = new Date(ms);
-  return Number.isFinite(d.getTime()) ? d.toISOString() : 'invalid';
-}
+// One formatter per kind of timestamp, so that each keeps its own second cached.
+const isoStartedAt = createIsoFormatter();
+const isoUpstreamStartedAt = createIsoFormatter();
+const isoFetchedAt = createIsoFormatter();
+const isoExpiresAt = createIsoFormatter();
 
 /** A duration in whole milliseconds, as the line shows it (the clock's sub-millisecond fraction is noise there). */
 function wholeMs<T extends number | null>(ms: T): T {
   return (ms === null ? null : Math.round(ms)) as T;
 }
 
+/**
+ * The Decision as logged, built field by field in the Decision's declared
+ * order (the serializer's order, see access-line.ts); nested pacing and
+ * upstream facts are shared with the Decision, not copied.
+ */
 function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecision {
   const d = `${ACCESS_LOG_FIELD.decision}.`;
   const other = ACCESS_LOG_LIMITS.otherChars;
+  const { rule, snapshot } = decision;
   const logged: LoggedDecision = {
-    ...decision,
+    verdict: decision.verdict,
+    reason: decision.reason,
     origin: cap(decision.origin, ACCESS_LOG_LIMITS.urlChars, `${d}origin`, truncated),
     path: cap(decision.path, ACCESS_LOG_LIMITS.urlChars, `${d}path`, truncated),
     productToken:
       decision.productToken === null
         ? null
         : cap(decision.productToken, ACCESS_LOG_LIMITS.productTokenChars, `${d}productToken`, truncated),
+    agentTokens: decision.agentTokens,
     group: decision.group === null ? null : cap(decision.group, other, `${d}group`, truncated),
-    rule: decision.rule === null ? null : { ...decision.rule, pattern: cap(decision.rule.pattern, other, `${d}rule.pattern`, truncated) },
-    snapshot:
-      decision.snapshot === null
-        ? null
-        : {
-            ...decision.snapshot,
-            url: cap(decision.snapshot.url, other, `${d}snapshot.url`, truncated),
-            fetchedAt: toIso(decision.snapshot.fetchedAtMs),
-            expiresAt: toIso(decision.snapshot.expiresAtMs),
-          },
+    rule: rule === null ? null : { kind: rule.kind, pattern: cap(rule.pattern, other, `${d}rule.pattern`, truncated), line: rule.line },
+    crawlDelaySeconds: decision.crawlDelaySeconds,
+    snapshot: snapshot === null ? null : toLoggedSnapshot(snapshot, cap(snapshot.url, other, `${d}snapshot.url`, truncated)),
+    identity: decision.identity,
   };
-  if (decision.pacing !== undefined) logged.pacing = { ...decision.pacing, waitedMs: wholeMs(decision.pacing.waitedMs) };
   if (decision.detail !== undefined) logged.detail = cap(decision.detail, other, `${d}detail`, truncated);
+  if (decision.proxyAuthenticate !== undefined) logged.proxyAuthenticate = decision.proxyAuthenticate;
+  if (decision.retryAfterSeconds !== undefined) logged.retryAfterSeconds = decision.retryAfterSeconds;
+  // In whole ms, as the line's other durations; copied only when the wait has a fraction.
+  const { pacing } = decision;
+  if (pacing !== undefined) logged.pacing = Number.isInteger(pacing.waitedMs) ? pacing : { ...pacing, waitedMs: wholeMs(pacing.waitedMs) };
+  if (decision.upstream !== undefined) logged.upstream = decision.upstream;
+  return logged;
+}
+
+/** The snapshot with its url capped and its times also in ISO-8601; absent status and error stay absent. */
+function toLoggedSnapshot(snapshot: SnapshotInfo, url: string): LoggedSnapshot {
+  const logged = { url, state: snapshot.state } as LoggedSnapshot;
+  if (snapshot.status !== undefined) logged.status = snapshot.status;
+  if (snapshot.error !== undefined) logged.error = snapshot.error;
+  logged.fetchedAtMs = snapshot.fetchedAtMs;
+  logged.expiresAtMs = snapshot.expiresAtMs;
+  logged.bytes = snapshot.bytes;
+  logged.truncated = snapshot.truncated;
+  logged.fetchedAt = isoFetchedAt(snapshot.fetchedAtMs);
+  logged.expiresAt = isoExpiresAt(snapshot.expiresAtMs);
   return logged;
 }
 
@@ -176,7 +196,7 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
   const record: AccessLogRecord = {
     [f.requestId]: entry.requestId,
     [f.clientRequestId]: clientRequestId === null ? null : cap(clientRequestId, L.clientRequestIdChars, f.clientRequestId, truncated),
-    [f.startedAt]: toIso(entry.startedAtMs),
+    [f.startedAt]: isoStartedAt(entry.startedAtMs),
     [f.clientAddress]: entry.client.address,
     [f.clientPort]: entry.client.port,
     [f.identity]: entry.identity ?? null,
@@ -192,26 +212,11 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
     [f.clientAborted]: entry.response.clientAborted,
     [f.queueWaitMs]: wholeMs(entry.timings.queueWaitMs),
     [f.upstreamMs]: wholeMs(entry.timings.upstreamMs),
-    [f.upstreamStartedAt]: entry.timings.upstreamStartedAtMs == null ? null : new Date(entry.timings.upstreamStartedAtMs).toISOString(),
+    [f.upstreamStartedAt]: entry.timings.upstreamStartedAtMs == null ? null : isoUpstreamStartedAt(entry.timings.upstreamStartedAtMs),
     [f.durationMs]: wholeMs(entry.timings.durationMs),
     [f.error]: entry.error === null ? null : cap(entry.error, L.errorChars, f.error, truncated),
     [f.decision]: toLoggedDecision(entry.decision, truncated),
   };
   if (truncated.length > 0) record[f.truncated] = truncated;
   return record;
-}
-
-/**
- * Writes the one access log line of a finished request at level `info` with
- * message {@link ACCESS_LOG_MESSAGE}. Call it exactly once per request (or
- * CONNECT), at its end. Never throws for a well-formed entry (pino does not
- * throw on write).
- * @param logger the process logger (see `createLogger`).
- * @param entry the finished request.
- */
-export function writeAccessLog(logger: Logger, entry: AccessEntry): void {
-  if (!logger.isLevelEnabled('info')) return;
-  const record = toAccessLogRecord(entry) as AccessLogRecord & { [SAFE_RECORD]?: true };
-  record[SAFE_RECORD] = true;
-  logger.info(record, ACCESS_LOG_MESSAGE);
 }

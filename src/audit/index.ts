@@ -5,9 +5,9 @@ export {
   ACCESS_LOG_LIMITS,
   ACCESS_LOG_MESSAGE,
   toAccessLogRecord,
-  writeAccessLog,
   type AccessLogRecord,
 } from './access-log.js';
+export { serializeAccessRecord, writeAccessLog } from './access-line.js';
 export { createLogger, type LoggerLevel, type LoggerOptions } from './logger.js';
 export {
   CONNECTION_LIMIT_NAMES,

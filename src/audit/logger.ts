@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino, stdSerializers, type DestinationStream, type Level, type Logger } from 'pino';
+import { createIsoFormatter } from './iso-time.js';
 import { redactSecrets } from './redact.js';
 
 /** A pino level, or `silent` to turn logging off. */
@@ -104,6 +105,28 @@ export function flushLogSync(logger: Logger): void {
  */
 export const SAFE_RECORD = Symbol('robots-proxy.safe-record');
 
+/** Set on every logger {@link createLogger} makes (children inherit it): its lines have the shape {@link writeSerializedInfo} writes. */
+const LINE_FORMAT = Symbol('robots-proxy.line-format');
+const isoLineTime = createIsoFormatter();
+
+/**
+ * Writes one `info` line whose fields are already JSON, through the logger's
+ * destination: `{"level":"info","time":"<ISO>"<bindings>,<fields>,"msg":"<msg>"}`,
+ * the line `logger.info(object, msg)` writes for an object with those fields
+ * (pino's key order: level, time, bindings, the object's keys, msg). The
+ * caller checks the level first.
+ * @param fields the record's fields as JSON without the enclosing braces; must not be empty.
+ * @returns false, writing nothing, when `logger` was not made by {@link createLogger} (its format is unknown).
+ */
+export function writeSerializedInfo(logger: Logger, fields: string, msg: string): boolean {
+  const internals = logger as unknown as Record<symbol, unknown>;
+  if (internals[LINE_FORMAT] !== true) return false;
+  const stream = internals[pino.symbols.streamSym] as DestinationStream;
+  const bindings = internals[pino.symbols.chindingsSym] as string;
+  stream.write(`{"level":"info","time":"${isoLineTime(Date.now())}"${bindings},${fields},"msg":${JSON.stringify(msg)}}\n`);
+  return true;
+}
+
 /**
  * Creates the process logger: pino 10, one JSON object per line, ISO-8601
  * `time`, the level as a word (`"level":"info"`).
@@ -122,7 +145,7 @@ export const SAFE_RECORD = Symbol('robots-proxy.safe-record');
  */
 export function createLogger(options: LoggerOptions): Logger {
   const destination = options.destination ?? new BatchedDestination(options.file ?? 1);
-  return pino(
+  const logger = pino(
     {
       level: options.level,
       timestamp: pino.stdTimeFunctions.isoTime,
@@ -140,4 +163,6 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     destination,
   );
+  Object.defineProperty(logger, LINE_FORMAT, { value: true });
+  return logger;
 }

@@ -5,8 +5,8 @@ import {
   ACCESS_LOG_LIMITS,
   ACCESS_LOG_MESSAGE,
   toAccessLogRecord,
-  writeAccessLog,
 } from '../../src/audit/access-log.js';
+import { writeAccessLog } from '../../src/audit/access-line.js';
 import { createLogger } from '../../src/audit/logger.js';
 import { CapturedLines, T0_MS, makeDecision, makeEntry, makeSnapshot } from './factories.js';
 

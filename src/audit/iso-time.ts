@@ -1,0 +1,45 @@
+/**
+ * ISO-8601 timestamps for log lines, cheaply: the access line carries five of
+ * them (pino's `time`, `startedAt`, `upstreamStartedAt`, the snapshot's
+ * `fetchedAt` and `expiresAt`), and `Date#toISOString` was 1.5% of a proxied
+ * request's CPU (bench/PROFILE.md). Extension, not in RFC 9309.
+ */
+
+/** First instant Date#toISOString writes with a six-digit year (10000-01-01), ms since the epoch. */
+const YEAR_10000_MS = 253_402_300_800_000;
+
+/**
+ * A formatter of ms-since-the-epoch as ISO-8601 with ms precision, exactly as
+ * `new Date(ms).toISOString()` writes it (`2026-11-30T17:26:27.123Z`), or
+ * `'invalid'` for a value Date cannot represent (NaN, ±Infinity, beyond
+ * ±8.64e15). It remembers the second it formatted last, so successive values
+ * within one second cost a remainder and a concatenation; give each kind of
+ * timestamp its own formatter so they do not evict each other. Fractional
+ * milliseconds are truncated toward zero, as Date does.
+ */
+export type IsoFormatter = (ms: number) => string;
+
+/** Creates an {@link IsoFormatter} with its own one-second cache. Pure apart from that cache. */
+export function createIsoFormatter(): IsoFormatter {
+  let cachedSecondMs = -1;
+  /** `YYYY-MM-DDTHH:MM:SS.` of {@link cachedSecondMs}. */
+  let cachedPrefix = '';
+  return (ms: number): string => {
+    // Years 1970-9999 take the cached path; everything else (negative, six-digit years, NaN) goes through Date.
+    if (!(ms >= 0 && ms < YEAR_10000_MS)) return slowIso(ms);
+    const whole = Math.trunc(ms);
+    const milli = whole % 1000;
+    const secondMs = whole - milli;
+    if (secondMs !== cachedSecondMs) {
+      cachedPrefix = new Date(secondMs).toISOString().slice(0, 20);
+      cachedSecondMs = secondMs;
+    }
+    return cachedPrefix + (milli < 10 ? '00' : milli < 100 ? '0' : '') + milli + 'Z';
+  };
+}
+
+/** `new Date(ms).toISOString()`, or `'invalid'` where it would throw. */
+function slowIso(ms: number): string {
+  const d = new Date(ms);
+  return Number.isFinite(d.getTime()) ? d.toISOString() : 'invalid';
+}

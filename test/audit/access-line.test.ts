@@ -1,0 +1,300 @@
+/**
+ * Golden tests of the access line's serializer (src/audit/access-line.ts):
+ * its output is JSON.stringify's, byte for byte, over generated records and
+ * entries (every reason, absent optional fields, any UTF-16 including lone
+ * surrogates and control characters, quotes, long values, any number), and
+ * the line written through a logger is the line pino's generic path wrote.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import * as fc from 'fast-check';
+import { serializeAccessRecord, writeAccessLog } from '../../src/audit/access-line.js';
+import { ACCESS_LOG_LIMITS, toAccessLogRecord, type AccessLogRecord, type LoggedDecision, type LoggedSnapshot } from '../../src/audit/access-log.js';
+import type { AccessEntry } from '../../src/audit/access-entry.js';
+import { createIsoFormatter } from '../../src/audit/iso-time.js';
+import { SAFE_RECORD, createLogger } from '../../src/audit/logger.js';
+import { DECISION_REASONS, type Decision, type DecisionIdentity, type MatchedRule, type PacingFacts, type SnapshotInfo, type UpstreamFacts } from '../../src/policy/decision.js';
+import { CapturedLines, makeDecision, makeEntry, makeSnapshot } from './factories.js';
+
+/** Any UTF-16 code unit: lone surrogates, control characters, quotes, backslashes, U+2028. */
+const anyUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
+/** Mostly the characters that need escaping, so short strings hit them often. */
+const trickyUnit = fc.constantFrom('"', '\\', '\n', '\r', '\t', '\u0000', '\u001f', '\u007f', '\u2028', '\ud83d', '\ude00', 'é', '/', '<');
+const text = fc.oneof(
+  fc.string({ unit: anyUnit, maxLength: 40 }),
+  fc.string({ unit: trickyUnit, maxLength: 20 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ maxLength: 3000 }),
+);
+/** Every number JSON.stringify treats specially, and ordinary ones. */
+const anyNumber = fc.oneof(
+  fc.double(),
+  fc.integer(),
+  fc.constantFrom(0, -0, NaN, Infinity, -Infinity, 1e21, 1e-7, Number.MAX_SAFE_INTEGER, 0.1 + 0.2, 1_700_000_000_123.456),
+);
+const optional = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(arb, { nil: undefined });
+const nullable = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.option(arb, { nil: null });
+
+/** Arbitraries for every key of `T`, in its declared order: a key added to the type must be added here (typecheck). */
+type Model<T> = { [K in keyof Required<T>]: fc.Arbitrary<T[K]> };
+
+const ruleModel: Model<MatchedRule> = { kind: fc.constantFrom('allow', 'disallow'), pattern: text, line: anyNumber };
+const snapshotModel: Model<LoggedSnapshot> = {
+  url: text,
+  state: fc.constantFrom('ok', 'unavailable', 'unreachable'),
+  status: optional(anyNumber),
+  error: optional(text),
+  fetchedAtMs: anyNumber,
+  expiresAtMs: anyNumber,
+  bytes: anyNumber,
+  truncated: fc.boolean(),
+  fetchedAt: text,
+  expiresAt: text,
+};
+const pacingModel: Model<PacingFacts> = {
+  delayMs: anyNumber,
+  waitedMs: anyNumber,
+  queueLength: anyNumber,
+  identityQueueLength: anyNumber,
+  limit: fc.constantFrom('max-queue-per-identity', 'max-queue', 'max-wait'),
+  retryAfterSeconds: anyNumber,
+};
+const identityModel: Model<DecisionIdentity> = {
+  name: text,
+  source: fc.constantFrom('credentials', 'client-range'),
+  boundTokens: fc.array(text, { maxLength: 3 }),
+  claimedTokens: fc.array(text, { maxLength: 3 }),
+  isMismatch: fc.boolean(),
+};
+const upstreamModel: Model<UpstreamFacts> = { status: anyNumber, error: text, timedOut: fc.boolean() };
+const decisionModel: Model<LoggedDecision> = {
+  verdict: fc.constantFrom('allow', 'deny'),
+  reason: fc.constantFrom(...DECISION_REASONS),
+  origin: text,
+  path: text,
+  productToken: nullable(text),
+  agentTokens: fc.array(text, { maxLength: 4 }),
+  group: nullable(text),
+  rule: nullable(fc.record(ruleModel)),
+  crawlDelaySeconds: nullable(anyNumber),
+  snapshot: nullable(fc.record(snapshotModel)),
+  identity: nullable(fc.record(identityModel)),
+  detail: text,
+  proxyAuthenticate: text,
+  retryAfterSeconds: anyNumber,
+  pacing: fc.record(pacingModel, { requiredKeys: ['delayMs', 'waitedMs'] }),
+  upstream: fc.record(upstreamModel, { requiredKeys: [] }),
+};
+const recordModel: Model<AccessLogRecord> = {
+  requestId: text,
+  clientRequestId: nullable(text),
+  startedAt: text,
+  clientAddress: text,
+  clientPort: anyNumber,
+  identity: nullable(text),
+  userAgent: nullable(text),
+  productTokens: fc.array(text, { maxLength: 4 }),
+  method: text,
+  url: text,
+  via: fc.constantFrom('http', 'https-intercepted', 'http-tunnelled', 'connect'),
+  status: anyNumber,
+  upstreamStatus: nullable(anyNumber),
+  bytesSent: anyNumber,
+  bytesReceived: anyNumber,
+  clientAborted: fc.boolean(),
+  queueWaitMs: nullable(anyNumber),
+  upstreamMs: nullable(anyNumber),
+  upstreamStartedAt: nullable(text),
+  durationMs: anyNumber,
+  error: nullable(text),
+  decision: fc.record(decisionModel, {
+    requiredKeys: ['verdict', 'reason', 'origin', 'path', 'productToken', 'agentTokens', 'group', 'rule', 'crawlDelaySeconds', 'snapshot', 'identity'],
+  }),
+  truncated: fc.array(text, { maxLength: 3 }),
+};
+const anyRecord: fc.Arbitrary<AccessLogRecord> = fc.record(recordModel, {
+  requiredKeys: (Object.keys(recordModel) as (keyof AccessLogRecord)[]).filter((key) => key !== 'truncated'),
+});
+
+/** Entries as the proxy makes them: the record builder's own input, with every reason and the optional facts. */
+const anyEntry: fc.Arbitrary<AccessEntry> = fc
+  .record({
+    decision: fc.record(
+      {
+        ...decisionModel,
+        snapshot: nullable(
+          fc.record({
+            url: text,
+            state: snapshotModel.state,
+            status: optional(anyNumber),
+            error: optional(text),
+            fetchedAtMs: fc.oneof(anyNumber, fc.integer({ min: 0, max: 4_102_444_800_000 })),
+            expiresAtMs: anyNumber,
+            bytes: anyNumber,
+            truncated: fc.boolean(),
+          } satisfies Model<SnapshotInfo>),
+        ),
+      },
+      { requiredKeys: ['verdict', 'reason', 'origin', 'path', 'productToken', 'agentTokens', 'group', 'rule', 'crawlDelaySeconds', 'snapshot', 'identity'] },
+    ) as fc.Arbitrary<Decision>,
+    requestId: text,
+    startedAtMs: fc.oneof(anyNumber, fc.integer({ min: 0, max: 4_102_444_800_000 })),
+    clientRequestId: optional(nullable(text)),
+    identity: optional(nullable(text)),
+    userAgent: nullable(text),
+    productTokens: fc.array(text, { maxLength: 20 }),
+    upstreamStartedAtMs: optional(nullable(fc.double({ min: 0, max: 4e12, noNaN: true }))),
+  })
+  .map(({ decision, requestId, startedAtMs, clientRequestId, identity, userAgent, productTokens, upstreamStartedAtMs }) => {
+    const entry = makeEntry({
+      decision,
+      requestId,
+      startedAtMs,
+      productTokens,
+      request: { userAgent, ...(clientRequestId === undefined ? {} : { clientRequestId }) },
+      timings: upstreamStartedAtMs === undefined ? {} : { upstreamStartedAtMs },
+    });
+    return identity === undefined ? entry : { ...entry, identity };
+  });
+
+describe('serializeAccessRecord', () => {
+  it('writes JSON.stringify(record), byte for byte, for any record of the declared types', () => {
+    fc.assert(
+      fc.property(anyRecord, (record) => {
+        assert.equal(serializeAccessRecord(record), JSON.stringify(record));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('writes JSON.stringify of the record toAccessLogRecord builds from any entry', () => {
+    fc.assert(
+      fc.property(anyEntry, (entry) => {
+        const record = toAccessLogRecord(entry);
+        assert.equal(serializeAccessRecord(record), JSON.stringify(record));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('covers every reason, absent optional facts and capped values in hand-picked entries', () => {
+    const entries: AccessEntry[] = [];
+    for (const reason of DECISION_REASONS) {
+      entries.push(makeEntry({ decision: makeDecision({ reason, verdict: reason === 'rule-allow' ? 'allow' : 'deny' }) }));
+    }
+    entries.push(
+      makeEntry({ decision: makeDecision({ rule: null, group: null, productToken: null, snapshot: null, agentTokens: [] }), productTokens: [] }),
+      makeEntry({ decision: makeDecision({ snapshot: makeSnapshot({ status: undefined, error: 'ECONNREFUSED', state: 'unreachable' }) }) }),
+      makeEntry({
+        decision: makeDecision({
+          reason: 'queue-full',
+          detail: 'queue "full" \\ at\u0000 origin\n',
+          pacing: { delayMs: 1000, waitedMs: 0, queueLength: 64, identityQueueLength: 12, limit: 'max-queue', retryAfterSeconds: 3 },
+        }),
+      }),
+      makeEntry({ decision: makeDecision({ reason: 'upstream-error', upstream: { error: 'UND_ERR_HEADERS_TIMEOUT', timedOut: true }, pacing: { delayMs: 0, waitedMs: 0.25 } }) }),
+      makeEntry({ decision: makeDecision({ reason: 'rule-allow', upstream: {} }) }),
+      {
+        ...makeEntry({
+          request: { url: `http://xn--bcher-kva.example/${'ä'.repeat(5000)}?q="x"`, userAgent: 'Bot\u2028/1 "quoted" \u{1F600}', clientRequestId: 'id\t1' },
+          error: 'E\u0007',
+          timings: { queueWaitMs: 0.1 + 0.2, upstreamMs: 1e21, durationMs: NaN, upstreamStartedAtMs: 1_700_000_000_123.999 },
+          response: { status: 200, upstreamStatus: 200, bytesSent: Number.MAX_SAFE_INTEGER, bytesReceived: -0, clientAborted: true },
+        }),
+        identity: 'team "a"',
+      },
+      makeEntry({ startedAtMs: -1, decision: makeDecision({ snapshot: makeSnapshot({ fetchedAtMs: 8.64e15 + 1, expiresAtMs: Infinity }) }) }),
+    );
+    for (const entry of entries) {
+      const record = toAccessLogRecord(entry);
+      assert.equal(serializeAccessRecord(record), JSON.stringify(record));
+    }
+    const long = toAccessLogRecord(entries[entries.length - 2] as AccessEntry);
+    assert.equal(long.url.length, ACCESS_LOG_LIMITS.urlChars);
+    assert.deepEqual(long.truncated, ['url']);
+  });
+
+  it('writes the same JSON value whatever the key order of the nested facts', () => {
+    const record = toAccessLogRecord(
+      makeEntry({ decision: { upstream: { timedOut: false, status: 502 }, pacing: { waitedMs: 3, delayMs: 10 }, ...makeDecision({ detail: 'd' }) } }),
+    );
+    assert.deepEqual(JSON.parse(serializeAccessRecord(record)), JSON.parse(JSON.stringify(record)));
+  });
+});
+
+describe('writeAccessLog', () => {
+  /** The line pino's generic path writes for the same record (the pre-serializer way), and the new one. */
+  function bothLines(entry: AccessEntry): [string, string] {
+    const viaPino = new CapturedLines();
+    const generic = createLogger({ level: 'info', destination: viaPino });
+    generic.info({ ...toAccessLogRecord(entry), [SAFE_RECORD]: true }, 'request');
+    const viaSerializer = new CapturedLines();
+    writeAccessLog(createLogger({ level: 'info', destination: viaSerializer }), entry);
+    const time = /"time":"[^"]*"/;
+    return [viaPino.text.replace(time, '"time":"T"'), viaSerializer.text.replace(time, '"time":"T"')];
+  }
+
+  it("writes the line pino's generic path wrote (level, time, pid, hostname, fields, msg), for any entry without lone surrogates", () => {
+    fc.assert(
+      fc.property(anyEntry, (entry) => {
+        // JSON.stringify writes a lone surrogate, and only that, as a \udXXX escape.
+        fc.pre(!/\\u[dD][89a-fA-F]/.test(JSON.stringify(entry)));
+        const [viaPino, viaSerializer] = bothLines(entry);
+        assert.equal(viaSerializer, viaPino);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('keeps a lone surrogate as a JSON escape, where pino wrote it raw and UTF-8 turned it into U+FFFD', () => {
+    const entry = makeEntry({ requestId: 'id-\ud800' });
+    const [viaPino, viaSerializer] = bothLines(entry);
+    assert.equal((JSON.parse(viaSerializer) as { requestId: string }).requestId, 'id-\ud800');
+    assert.equal((JSON.parse(viaPino) as { requestId: string }).requestId, 'id-\ufffd');
+  });
+
+  it('writes an ISO time and the bindings of a child logger', () => {
+    const out = new CapturedLines();
+    const before = Date.now();
+    writeAccessLog(createLogger({ level: 'info', destination: out }).child({ component: 'proxy "x"' }), makeEntry());
+    const [line] = out.records();
+    assert.equal(line?.component, 'proxy "x"');
+    assert.equal(line?.pid, process.pid);
+    const time = Date.parse(line?.time as string);
+    assert.ok(time >= before - 1 && time <= Date.now() + 1, `time ${String(line?.time)}`);
+    assert.equal(line?.msg, 'request');
+  });
+
+  it('writes nothing below info, and falls back to logger.info for a logger createLogger did not make', () => {
+    const silent = new CapturedLines();
+    writeAccessLog(createLogger({ level: 'warn', destination: silent }), makeEntry());
+    assert.equal(silent.text, '');
+    const foreign = new CapturedLines();
+    writeAccessLog(pino({ level: 'info' }, foreign), makeEntry());
+    const [line] = foreign.records();
+    assert.equal(line?.level, 30, "the foreign logger's own format");
+    assert.equal(line?.msg, 'request');
+    assert.equal((line?.decision as { reason: string }).reason, 'rule-disallow');
+  });
+});
+
+describe('createIsoFormatter', () => {
+  it('writes what Date#toISOString writes, or "invalid", for any ms value, in any order', () => {
+    const iso = createIsoFormatter();
+    const ms = fc.oneof(
+      fc.integer({ min: 0, max: 4_102_444_800_000 }),
+      fc.double({ min: -1e16, max: 1e16 }),
+      fc.constantFrom(0, 999, 1000, 253_402_300_799_999, 253_402_300_800_000, 8.64e15, 8.64e15 + 1, -1, -0.5, NaN, Infinity, 1_700_000_000_999.9),
+    );
+    fc.assert(
+      fc.property(fc.array(ms, { minLength: 1, maxLength: 20 }), (values) => {
+        for (const value of values) {
+          const date = new Date(value);
+          assert.equal(iso(value), Number.isFinite(date.getTime()) ? date.toISOString() : 'invalid', String(value));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
