@@ -45,6 +45,8 @@ export class BotMetrics {
   readonly #series = new Map<string, Series>();
   /** Identity mismatches (issue 8) by identity, claimed token and bound token, folded like the series. */
   readonly #mismatches = new Map<string, { identity: string; claimed: string; bound: string; count: number }>();
+  /** The series {@link BotMetrics.#add} counted last (still in {@link BotMetrics.#series}), or undefined after a rebalance moved series. */
+  #lastSeries: Series | undefined;
   readonly #queueWait: Histogram<'token'>;
 
   constructor(registers: Registry[], options: BotMetricsOptions) {
@@ -101,10 +103,22 @@ export class BotMetrics {
   }
 
   #add(identity: string, token: string, verdict: string, reason: string, count: number): void {
+    // A crawl sends run after run of the same bot, verdict and reason: the last series is reused without building its key.
+    const last = this.#lastSeries;
+    if (last !== undefined && last.reason === reason && last.token === token && last.identity === identity && last.verdict === verdict) {
+      last.count += count;
+      return;
+    }
     const key = `${identity}\n${token}\n${verdict}\n${reason}`;
     const series = this.#series.get(key);
-    if (series !== undefined) series.count += count;
-    else this.#series.set(key, { identity, token, verdict, reason, count });
+    if (series !== undefined) {
+      series.count += count;
+      this.#lastSeries = series;
+    } else {
+      const added = { identity, token, verdict, reason, count };
+      this.#series.set(key, added);
+      this.#lastSeries = added;
+    }
   }
 
   #addMismatch(identity: string, claimed: string, bound: string, count: number): void {
@@ -119,6 +133,7 @@ export class BotMetrics {
     const tokens = new Set(this.#tokens.rebalance().removed);
     const identities = new Set(this.#identities.rebalance().removed);
     if (tokens.size === 0 && identities.size === 0) return;
+    this.#lastSeries = undefined;
     for (const [key, s] of [...this.#series]) {
       const token = tokens.has(s.token) ? OTHER_LABEL : s.token;
       const identity = identities.has(s.identity) ? OTHER_LABEL : s.identity;

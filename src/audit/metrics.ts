@@ -181,6 +181,16 @@ export function toStatusClass(status: number): UpstreamStatusClass {
   return `${Math.floor(status / 100)}xx` as UpstreamStatusClass;
 }
 
+/** Both verdicts, in the order of the counts kept per reason. */
+const VERDICTS: readonly Verdict[] = ['allow', 'deny'];
+const ERROR_CLASS_INDEX = UPSTREAM_STATUS_CLASSES.indexOf('error');
+
+/** Index of {@link toStatusClass}(status) in {@link UPSTREAM_STATUS_CLASSES}, without building the label. */
+function statusClassIndexOf(status: number): number {
+  if (!Number.isInteger(status) || status < 100 || status > 599) return ERROR_CLASS_INDEX;
+  return Math.floor(status / 100) - 1;
+}
+
 /**
  * The proxy's metrics: counters and histograms fed by {@link ProxyMetrics.observe}
  * (one call per finished request) and {@link ProxyMetrics.observeRobotsFetch},
@@ -191,9 +201,12 @@ export class ProxyMetrics {
   /** The registry holding every metric of this instance (default process metrics included). */
   readonly registry: Registry;
   readonly #requests: Counter<'verdict' | 'reason'>;
+  /** Finished requests by reason: [allow, deny] (requests_total, read at each scrape). */
+  readonly #requestCounts = new Map<DecisionReason, [number, number]>();
+  /** Upstream answers by index in {@link UPSTREAM_STATUS_CLASSES} (upstream_responses_total, read at each scrape). */
+  readonly #upstreamCounts = new Float64Array(UPSTREAM_STATUS_CLASSES.length);
   readonly #duration: Histogram<'verdict'>;
   readonly #queueWait: Histogram<string>;
-  readonly #upstream: Counter<'status_class'>;
   readonly #robotsFetches: Counter<'state'>;
   readonly #connectionsRefused: Counter<'limit'>;
   readonly #clientTimeouts: Counter<'kind'>;
@@ -210,15 +223,25 @@ export class ProxyMetrics {
   constructor(sources: MetricsStatsSources = {}, options: ProxyMetricsOptions = {}) {
     this.registry = new Registry();
     const registers = [this.registry];
+    const requestCounts = this.#requestCounts;
+    for (const reason of DECISION_REASONS) requestCounts.set(reason, [0, 0]);
     this.#requests = new Counter({
       name: METRIC_NAME.requests,
       help: 'Finished requests (and CONNECTs) by verdict and decision reason.',
       labelNames: ['verdict', 'reason'],
       registers,
+      // Counted per request in plain numbers (observe); the series are rebuilt from them here, at each scrape.
+      collect() {
+        this.reset();
+        for (const [reason, counts] of requestCounts) {
+          const expected = VERDICTS_BY_REASON[reason] ?? [];
+          for (const verdict of VERDICTS) {
+            const count = counts[verdict === 'allow' ? 0 : 1];
+            if (count > 0 || expected.includes(verdict)) this.inc({ verdict, reason }, count);
+          }
+        }
+      },
     });
-    for (const reason of DECISION_REASONS) {
-      for (const verdict of VERDICTS_BY_REASON[reason]) this.#requests.inc({ verdict, reason }, 0);
-    }
     this.#duration = new Histogram({
       name: METRIC_NAME.requestDuration,
       help: 'Request duration from arrival to last byte sent, in seconds, by verdict.',
@@ -233,13 +256,17 @@ export class ProxyMetrics {
       buckets: QUEUE_WAIT_BUCKETS_SECONDS,
       registers,
     });
-    this.#upstream = new Counter({
+    const upstreamCounts = this.#upstreamCounts;
+    new Counter({
       name: METRIC_NAME.upstreamResponses,
       help: 'Upstream responses by status class; error when none arrived.',
       labelNames: ['status_class'],
       registers,
+      collect() {
+        this.reset();
+        UPSTREAM_STATUS_CLASSES.forEach((statusClass, i) => this.inc({ status_class: statusClass }, upstreamCounts[i] ?? 0));
+      },
     });
-    for (const c of UPSTREAM_STATUS_CLASSES) this.#upstream.inc({ status_class: c }, 0);
     this.#robotsFetches = new Counter({
       name: METRIC_NAME.robotsFetches,
       help: 'robots.txt fetches by outcome: ok, unavailable (allow all) or unreachable (disallow all).',
@@ -319,15 +346,15 @@ export class ProxyMetrics {
    */
   observe(entry: AccessEntry): void {
     const { verdict, reason } = entry.decision;
-    this.#requests.inc({ verdict, reason });
+    const counts = this.#requestCounts.get(reason);
+    if (counts !== undefined) counts[verdict === 'allow' ? 0 : 1]++;
+    else this.#requestCounts.set(reason, verdict === 'allow' ? [1, 0] : [0, 1]);
     this.#duration.observe({ verdict }, Math.max(0, entry.timings.durationMs) / 1000);
     if (entry.timings.queueWaitMs !== null) this.#queueWait.observe(Math.max(0, entry.timings.queueWaitMs) / 1000);
     const upstreamStatus = entry.response.upstreamStatus;
-    if (upstreamStatus !== null) {
-      this.#upstream.inc({ status_class: toStatusClass(upstreamStatus) });
-    } else if (reason === 'upstream-error' || entry.timings.upstreamMs !== null) {
-      this.#upstream.inc({ status_class: 'error' });
-    }
+    const classIndex =
+      upstreamStatus !== null ? statusClassIndexOf(upstreamStatus) : reason === 'upstream-error' || entry.timings.upstreamMs !== null ? ERROR_CLASS_INDEX : -1;
+    if (classIndex >= 0) this.#upstreamCounts[classIndex] = (this.#upstreamCounts[classIndex] ?? 0) + 1;
     const timeoutKind = reason === 'client-timeout' && entry.error !== null ? CLIENT_TIMEOUT_KIND_BY_ERROR[entry.error] : undefined;
     if (timeoutKind !== undefined) this.#clientTimeouts.inc({ kind: timeoutKind });
     this.#bots.observe(entry);
