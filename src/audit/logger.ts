@@ -2,7 +2,9 @@
  * The process logger: pino writing JSON lines, with secret header values
  * redacted. Extension, not in RFC 9309.
  */
+import { fstatSync, writeSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hostname } from 'node:os';
 import { pino, stdSerializers, type DestinationStream, type Level, type Logger } from 'pino';
 import { createIsoFormatter } from './iso-time.js';
 import { redactSecrets } from './redact.js';
@@ -21,15 +23,31 @@ export interface LoggerOptions {
    * {@link LOG_FLUSH_INTERVAL_MS} (see BatchedDestination). @default 1 (stdout)
    */
   file?: number | string;
+  /**
+   * When `file` is stdout or stderr on a pipe: most characters of lines held
+   * while its reader falls behind, past which lines are dropped and counted (see PipeWriter).
+   * Not a config key. @default LOG_MAX_BUFFER_CHARS
+   */
+  maxBufferChars?: number;
 }
 
 /** Bytes of log lines gathered before one write. */
 const BUFFER_BYTES = 8 * 1024;
 /** Longest time a log line waits in that buffer, ms: all a SIGKILL can lose. */
 export const LOG_FLUSH_INTERVAL_MS = 100;
+/**
+ * Most characters of log lines held in memory while stdout is a pipe whose
+ * reader does not keep up (4 MiB of ASCII JSON: about 3,500 access lines);
+ * past it, new lines are dropped and counted (see {@link PipeWriter}).
+ */
+export const LOG_MAX_BUFFER_CHARS = 4 * 1024 * 1024;
+/** How often a full pipe is tried again, ms (a non-blocking write that may take nothing). */
+const PIPE_RETRY_MS = 10;
+/** Longest time the exit flush waits for a full pipe's reader, ms; what is still unwritten then is lost. */
+export const LOG_EXIT_FLUSH_TIMEOUT_MS = 5000;
 
 /** Batched destinations still open: each is flushed synchronously when the process exits. */
-const openDestinations = new Set<BatchedDestination>();
+const openDestinations = new Set<{ flush(): void }>();
 let isExitHookInstalled = false;
 
 /**
@@ -41,6 +59,8 @@ let isExitHookInstalled = false;
  * no writes at all. What is left is written when the process exits, however it
  * exits (`process.exit`, the end of the event loop, a fatal error handler);
  * only SIGKILL (or a crash of Node itself) can lose the last interval.
+ * For files and terminals. Stdout or stderr on a pipe or socket gets a
+ * {@link PipeWriter} instead (see {@link createDestination}).
  */
 class BatchedDestination implements DestinationStream {
   readonly #sink: ReturnType<typeof pino.destination>;
@@ -77,6 +97,179 @@ class BatchedDestination implements DestinationStream {
     }
     callback?.();
   }
+}
+
+/** Options of {@link PipeWriter}. */
+export interface PipeWriterOptions {
+  /** Most characters held (lines waiting plus the unwritten part of the batch being written). @default LOG_MAX_BUFFER_CHARS */
+  maxBufferChars?: number;
+  /** Longest wait for the reader in a synchronous flush, ms. @default LOG_EXIT_FLUSH_TIMEOUT_MS */
+  flushTimeoutMs?: number;
+}
+
+/**
+ * Stdout (or stderr) on a pipe or socket (`npm start | tee`, a container's
+ * log driver, systemd): the event loop never waits for the reader.
+ *
+ * Lines are gathered as in {@link BatchedDestination} (a write per
+ * {@link BUFFER_BYTES}, or after {@link LOG_FLUSH_INTERVAL_MS}) and written
+ * with non-blocking write(2) calls on the main thread: Node's stdout stream
+ * puts the descriptor in non-blocking mode (libuv's `uv_pipe_open`), so a
+ * full pipe answers EAGAIN or takes part of a batch at once. What it did not
+ * take is kept, byte-exact, and tried again every {@link PIPE_RETRY_MS} ms.
+ *
+ * The policy when the reader falls behind: lines wait in memory up to
+ * `maxBufferChars` ({@link LOG_MAX_BUFFER_CHARS}); past that, each new line is
+ * dropped and counted, never blocking a request. When the reader catches up,
+ * the next line written is preceded by one line
+ * `{"level":"warn",...,"event":"log-lines-dropped","droppedLines":N,"msg":...}`
+ * at the place of the gap; at exit, a gap still open is reported the same way
+ * at the end. Lines are never reordered, split or duplicated. A reader that is
+ * gone (EPIPE) turns every later line into a dropped one.
+ *
+ * Flush (at exit, and pino's `logger.flush()`): everything held is written
+ * synchronously, waiting for the reader up to `flushTimeoutMs`; what is still
+ * unwritten then is lost. Why not Node's own stdout stream: it buffers without
+ * bound (gigabytes behind a stalled reader) and loses its queue at
+ * `process.exit`; sonic-boom's asynchronous mode writes from the thread pool
+ * and cannot flush a write in flight at exit.
+ */
+export class PipeWriter implements DestinationStream {
+  readonly #fd: number;
+  readonly #maxChars: number;
+  readonly #flushTimeoutMs: number;
+  #lines: string[] = [];
+  #lineChars = 0;
+  /** The batch being written: what write(2) has not taken yet. */
+  #unwritten: Buffer | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #dropped = 0;
+  #droppedTotal = 0;
+  #isBroken = false;
+
+  /**
+   * @param fd a descriptor in non-blocking mode (stdout or stderr once Node opened its stream on it; see {@link createDestination}).
+   */
+  constructor(fd: number, options: PipeWriterOptions = {}) {
+    this.#fd = fd;
+    this.#maxChars = options.maxBufferChars ?? LOG_MAX_BUFFER_CHARS;
+    this.#flushTimeoutMs = options.flushTimeoutMs ?? LOG_EXIT_FLUSH_TIMEOUT_MS;
+    openDestinations.add(this);
+    installExitHook();
+  }
+
+  /** Lines dropped since start because the buffer was full or the reader gone. */
+  get droppedLines(): number {
+    return this.#droppedTotal + this.#dropped;
+  }
+
+  write(line: string): void {
+    if (this.#isBroken || this.#heldChars() + line.length > this.#maxChars) {
+      this.#dropped++;
+      return;
+    }
+    if (this.#dropped > 0) this.#pushDropNotice();
+    this.#lines.push(line);
+    this.#lineChars += line.length;
+    if (this.#unwritten !== undefined) return; // the retry timer is armed
+    if (this.#lineChars >= BUFFER_BYTES) this.#writeSome();
+    else this.#timer ??= setTimeout(this.#onTimer, LOG_FLUSH_INTERVAL_MS).unref();
+  }
+
+  /** Writes everything held, synchronously, waiting for the reader up to the flush timeout; then calls `callback`. */
+  flush(callback?: (err?: Error) => void): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#dropped > 0) this.#pushDropNotice();
+    const deadline = Date.now() + this.#flushTimeoutMs;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    while (!this.#isBroken && (this.#unwritten !== undefined || this.#lines.length > 0) && !this.#writeSome(true)) {
+      if (Date.now() >= deadline) break;
+      Atomics.wait(pause, 0, 0, 1); // a full pipe: let the reader drain for 1 ms
+    }
+    // Timed out (a stalled reader) and the process goes on: keep trying in the background.
+    if (!this.#isBroken && this.#unwritten !== undefined) this.#timer = setTimeout(this.#onTimer, PIPE_RETRY_MS).unref();
+    callback?.();
+  }
+
+  /** Characters held now: lines waiting plus the unwritten part of the batch being written. */
+  get bufferedChars(): number {
+    return this.#heldChars();
+  }
+
+  #heldChars(): number {
+    return this.#lineChars + (this.#unwritten?.length ?? 0);
+  }
+
+  #pushDropNotice(): void {
+    const notice = `{"level":"warn","time":"${new Date().toISOString()}","pid":${process.pid},"hostname":${JSON.stringify(hostname())},"event":"log-lines-dropped","droppedLines":${this.#dropped},"msg":"log lines dropped: stdout's reader did not keep up (buffer full)"}\n`;
+    this.#lines.push(notice);
+    this.#lineChars += notice.length;
+    this.#droppedTotal += this.#dropped;
+    this.#dropped = 0;
+  }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#writeSome();
+  };
+
+  /**
+   * Writes as much as the descriptor takes now, without blocking: the unwritten rest of the
+   * current batch, then the waiting lines as the next batch. Arms the retry timer when the
+   * pipe is full. @returns true when nothing is left.
+   */
+  #writeSome(isFlushing = false): boolean {
+    for (;;) {
+      if (this.#unwritten === undefined) {
+        if (this.#lines.length === 0) return true;
+        this.#unwritten = Buffer.from(this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join(''));
+        this.#lines = [];
+        this.#lineChars = 0;
+      }
+      const batch: Buffer = this.#unwritten;
+      let written: number;
+      try {
+        written = writeSync(this.#fd, batch);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') {
+          if (!isFlushing) this.#timer ??= setTimeout(this.#onTimer, PIPE_RETRY_MS).unref();
+          return false;
+        }
+        // EPIPE (the reader is gone), EBADF...: what is held, and every later line, is lost.
+        this.#isBroken = true;
+        this.#dropped += this.#lines.length + 1;
+        this.#lines = [];
+        this.#lineChars = 0;
+        this.#unwritten = undefined;
+        return true;
+      }
+      this.#unwritten = written >= batch.length ? undefined : batch.subarray(written);
+    }
+  }
+}
+
+/**
+ * The destination for `file`: a {@link PipeWriter} when it is stdout or stderr
+ * and that is a pipe or a socket, else a {@link BatchedDestination} (files,
+ * terminals, paths). Opening Node's stream on the descriptor
+ * (`process.stdout`) is what puts it in non-blocking mode.
+ */
+function createDestination(file: number | string, options: PipeWriterOptions): DestinationStream {
+  if (file === 1 || file === 2) {
+    let isPipe = false;
+    try {
+      const stat = fstatSync(file);
+      isPipe = stat.isFIFO() || stat.isSocket();
+    } catch {
+      // A closed descriptor: sonic-boom reports it.
+    }
+    if (isPipe) {
+      void (file === 1 ? process.stdout : process.stderr);
+      return new PipeWriter(file, options);
+    }
+  }
+  return new BatchedDestination(file);
 }
 
 function installExitHook(): void {
@@ -144,7 +337,7 @@ export function writeSerializedInfo(logger: Logger, fields: string, msg: string)
  * @throws Error from pino when `level` is not a pino level.
  */
 export function createLogger(options: LoggerOptions): Logger {
-  const destination = options.destination ?? new BatchedDestination(options.file ?? 1);
+  const destination = options.destination ?? createDestination(options.file ?? 1, options.maxBufferChars === undefined ? {} : { maxBufferChars: options.maxBufferChars });
   const logger = pino(
     {
       level: options.level,

@@ -120,3 +120,51 @@ describe('createLogger on a file descriptor (batched, as serve runs it)', () => 
     });
   }
 });
+
+describe('createLogger on stdout as a slow pipe (PipeWriter)', () => {
+  /** Starts the child, lets it write into a pipe nobody reads, then reads and sends `then`; resolves with its report and every line. */
+  async function runSlowPipe(then: 'more' | 'exit'): Promise<{ report: { written: number; dropped: number; bufferedChars: number; maxBufferChars: number }; code: number | null; records: Record<string, unknown>[] }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/slow-pipe-process.ts'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const stdout = child.stdout;
+    if (stdout === null) throw new Error('no stdout pipe');
+    // Not read until the child says it has written everything: the pipe fills and stays full.
+    stdout.pause();
+    const report = await new Promise<{ written: number; dropped: number; bufferedChars: number; maxBufferChars: number }>((resolve, reject) => {
+      child.once('message', (message) => resolve(message as { written: number; dropped: number; bufferedChars: number; maxBufferChars: number }));
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`child exited (${String(code)}) before reporting`)));
+    });
+    let text = '';
+    stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+    stdout.resume();
+    const code = await new Promise<number | null>((resolve) => {
+      child.once('close', resolve);
+      child.send(then);
+    });
+    assert.ok(text.endsWith('\n'));
+    return { report, code, records: text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>) };
+  }
+
+  for (const then of ['more', 'exit'] as const) {
+    it(`never blocks on a reader that does not read, drops and counts lines past its buffer, writes the rest in order with the gap reported (${then === 'more' ? 'reader catches up, more lines' : 'exit with the pipe full: the exit flush'})`, async () => {
+      const { FIRST_LINES, MORE_LINES } = await import('../helpers/slow-pipe-process.js');
+      const { report, code, records } = await runSlowPipe(then);
+      assert.equal(report.written, FIRST_LINES, 'the loop ended although nobody read: no write blocked');
+      assert.ok(report.dropped > 0, 'the buffer filled: some lines were dropped');
+      assert.ok(report.dropped < FIRST_LINES, 'the lines that fit were kept');
+      assert.ok(report.bufferedChars > 0 && report.bufferedChars <= report.maxBufferChars, `held ${report.bufferedChars} chars, bound ${report.maxBufferChars}`);
+      assert.equal(code, 0);
+      const notices = records.filter((r) => r['event'] === 'log-lines-dropped');
+      assert.equal(notices.length, 1, 'one notice for the one gap');
+      assert.equal(notices[0]?.['droppedLines'], report.dropped);
+      assert.equal(notices[0]?.['level'], 'warn');
+      const kept = Array.from({ length: FIRST_LINES - report.dropped }, (_, n) => n);
+      const later = then === 'more' ? Array.from({ length: MORE_LINES }, (_, i) => FIRST_LINES + i) : [];
+      assert.deepEqual(
+        records.map((r) => (r['event'] === 'log-lines-dropped' ? 'gap' : r['n'])),
+        [...kept, 'gap', ...later],
+        'the first lines that fit, in order, then the gap, then any later lines: none split, repeated or reordered',
+      );
+    });
+  }
+});
