@@ -19,7 +19,7 @@ import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } 
 import { FleetPacer, Pacer, type PacingOptions, type RequestPacer } from './pacing/index.js';
 import { openRedisFleetState, type RedisFleetState } from './state/index.js';
 import { parseRobotsTxt } from './robots/index.js';
-import { createLogger, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
+import { createLogger, droppedLogLinesOf, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { contentHashOf, Ledger } from './audit/ledger/index.js';
 import { ReportService } from './audit/report/report-service.js';
@@ -335,6 +335,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ...(ledgerStats ? { ledger: ledgerStats } : {}),
     ...(fleetState ? { fleetAvailable: () => fleetState.connection.isAvailable } : {}),
     connections: () => connections.stats(),
+    log: () => ({ droppedLines: droppedLogLinesOf(logger) }),
     robotsCache: () => {
       const stats = robotsCache.stats();
       return { size: stats.entries, bytes: stats.bytes + stats.reservedBytes, evictions: stats.evictions };

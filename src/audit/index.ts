@@ -8,7 +8,7 @@ export {
   type AccessLogRecord,
 } from './access-log.js';
 export { serializeAccessRecord, writeAccessLog } from './access-line.js';
-export { createLogger, type LoggerLevel, type LoggerOptions } from './logger.js';
+export { createLogger, droppedLogLinesOf, type LoggerLevel, type LoggerOptions } from './logger.js';
 export {
   CONNECTION_LIMIT_NAMES,
   LimitReporter,

@@ -281,6 +281,15 @@ function installExitHook(): void {
 }
 
 /**
+ * Log lines dropped since start because stdout's reader did not keep up (or
+ * was gone): the logger's {@link PipeWriter} count; 0 for any other destination.
+ */
+export function droppedLogLinesOf(logger: Logger): number {
+  const destination = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
+  return destination instanceof PipeWriter ? destination.droppedLines : 0;
+}
+
+/**
  * Writes every line the logger still buffers, synchronously, before returning.
  * Safe in an `uncaughtException` handler and right before `process.exit`. Never throws.
  */

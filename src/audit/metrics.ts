@@ -69,6 +69,8 @@ export const METRIC_NAME = {
   originInFlight: SCRAPE_METRIC_NAME.originInFlight,
   /** Gauge {origin}: 1 while one of the busiest origins is paused by an upstream 429/503, else 0. */
   originPaused: SCRAPE_METRIC_NAME.originPaused,
+  /** Counter: log lines dropped because stdout's reader (a pipe) did not keep up; see `PipeWriter`. */
+  logLinesDropped: `${METRIC_PREFIX}log_lines_dropped_total`,
   /** Counter: ledger write transactions committed. */
   ledgerWrites: SCRAPE_METRIC_NAME.ledgerWrites,
   /** Counter {kind}: ledger writes and opens that failed (`busy`, `full`, `readonly`, `open`, `schema`, `other`); never a failed request. */
@@ -158,6 +160,8 @@ export interface MetricsStatsSources {
   ledger?: LedgerMetricsSource;
   /** Whether the fleet's Redis answers (`state.backend: redis` only). */
   fleetAvailable?: () => boolean;
+  /** Log lines dropped since start (monotonic; see `droppedLogLinesOf`). */
+  log?: () => { droppedLines: number };
 }
 
 /** Options of {@link ProxyMetrics}. */
@@ -404,7 +408,18 @@ export class ProxyMetrics {
 
 /** Registers the gauges and counters read from the stats callbacks. */
 function registerStatsMetrics(sources: MetricsStatsSources, registers: Registry[]): void {
-  const { pacing, robotsCache, tls, connections } = sources;
+  const { pacing, robotsCache, tls, connections, log } = sources;
+  if (log) {
+    new Counter({
+      name: METRIC_NAME.logLinesDropped,
+      help: "Log lines dropped because stdout's reader (a pipe) did not keep up, or was gone.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(log().droppedLines);
+      },
+    });
+  }
   if (connections) {
     new Gauge({
       name: METRIC_NAME.clientConnectionsOpen,

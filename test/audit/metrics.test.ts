@@ -60,6 +60,25 @@ describe('ProxyMetrics', () => {
     assert.equal(valueOf(samples, METRIC_NAME.robotsFetches, { state: 'unreachable' }), 2);
   });
 
+  it('keeps counting across scrapes: the per-request counts are read at each scrape, never reset by it, unknown pairs included', async () => {
+    const metrics = new ProxyMetrics({ log: () => ({ droppedLines: 7 }) }, { collectDefaultMetrics: false });
+    metrics.observe(makeEntry());
+    metrics.observe(makeEntry({ response: { upstreamStatus: 101 } }));
+    let samples = parseSamples(await metrics.render());
+    assert.equal(valueOf(samples, METRIC_NAME.requests, { verdict: 'deny', reason: 'rule-disallow' }), 2);
+    assert.equal(valueOf(samples, METRIC_NAME.upstreamResponses, { status_class: '1xx' }), 1);
+    assert.equal(valueOf(samples, METRIC_NAME.logLinesDropped), 7);
+    metrics.observe(makeEntry());
+    // A pair outside VERDICTS_BY_REASON still gets its series.
+    metrics.observe(makeEntry({ decision: makeDecision({ verdict: 'deny', reason: 'upstream-error' }), response: { upstreamStatus: 99 } }));
+    samples = parseSamples(await metrics.render());
+    assert.equal(valueOf(samples, METRIC_NAME.requests, { verdict: 'deny', reason: 'rule-disallow' }), 3);
+    assert.equal(valueOf(samples, METRIC_NAME.requests, { verdict: 'deny', reason: 'upstream-error' }), 1);
+    assert.equal(valueOf(samples, METRIC_NAME.requests, { verdict: 'allow', reason: 'upstream-error' }), 0, 'pre-registered pair kept at 0');
+    assert.equal(valueOf(samples, METRIC_NAME.upstreamResponses, { status_class: 'error' }), 1, 'an upstream status outside 100-599');
+    assert.equal(valueOf(samples, METRIC_NAME.requests, { verdict: 'allow', reason: 'rule-disallow' }), undefined, 'no series for a pair never seen nor expected');
+  });
+
   it('labels only from closed sets or top-N bounded tokens and identities: no origin, path, pattern or User-Agent anywhere', async () => {
     const metrics = new ProxyMetrics({}, { collectDefaultMetrics: false });
     metrics.observe(makeEntry({ request: { userAgent: 'UniqueBot/9.9' } }));
