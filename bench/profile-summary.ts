@@ -65,10 +65,10 @@ interface HeapProfile {
 /** Cost categories, first match wins (tested on a frame's url and function name). */
 const RULES: Array<[string, (f: CallFrame) => boolean]> = [
   // The socket write system calls themselves (loopback TCP: the kernel's work is charged to them).
-  // fs writeString (the log's write(2)) is not here: it counts as access log, through sonic-boom.
+  // fs writeString (the log's write(2)) is not here: it counts as access log, through src/audit/logger.ts (or sonic-boom before it).
   ['socket writes: write(2)/writev(2) to client and upstream', (f) => f.url === '' && /^(writev|writeLatin1String|writeUtf8String|writeAsciiString|writeUcs2String|writeBuffer)$/.test(f.functionName)],
-  ['access log (src/audit/access-log.ts, logger.ts, pino, JSON)', (f) => /src\/audit\/(access-log|logger|redact)\.ts|node_modules\/(pino|sonic-boom|pino-std-serializers|quick-format-unescaped|fast-redact|on-exit-leak-free|thread-stream)\//.test(f.url)],
-  ['metrics (src/audit/metrics.ts, prom-client)', (f) => /src\/audit\/metrics\.ts|node_modules\/(prom-client|tdigest|bintrees)\//.test(f.url)],
+  ['access log (src/audit/access-log.ts, access-line.ts, iso-time.ts, logger.ts, pino, JSON)', (f) => /src\/audit\/(access-log|access-line|iso-time|logger|redact)\.ts|node_modules\/(pino|sonic-boom|pino-std-serializers|quick-format-unescaped|fast-redact|on-exit-leak-free|thread-stream)\//.test(f.url)],
+  ['metrics (src/audit/metrics.ts, bot-metrics.ts, top-labels.ts, prom-client)', (f) => /src\/audit\/(metrics|bot-metrics|top-labels)\.ts|node_modules\/(prom-client|tdigest|bintrees)\//.test(f.url)],
   ['pacer bookkeeping (src/pacing/)', (f) => /src\/pacing\//.test(f.url)],
   ['header copying (src/proxy/headers.ts)', (f) => /src\/proxy\/headers\.ts/.test(f.url)],
   ['URL parsing (WHATWG URL)', (f) => /internal\/url/.test(f.url) || (f.url === '' && /^(URL|parse)$/.test(f.functionName))],
@@ -171,10 +171,10 @@ function main(): void {
     return total;
   };
   const ENTRY_POINTS: Array<[string, (f: CallFrame) => boolean]> = [
-    ['writeAccessLog (src/audit/access-log.ts) and below', (f) => f.functionName === 'writeAccessLog'],
+    ['writeAccessLog (src/audit/access-line.ts) and below', (f) => f.functionName === 'writeAccessLog'],
     ['pino LOG (node_modules/pino/lib/tools.js) and below', (f) => /node_modules\/pino\/lib\/tools\.js/.test(f.url) && f.functionName === 'LOG'],
     ['pino stringify (JSON of the record) and below', (f) => /node_modules\/pino\/lib\/tools\.js/.test(f.url) && f.functionName === 'stringify'],
-    ['sonic-boom write/flush (the log write(2)) and below', (f) => /node_modules\/sonic-boom\//.test(f.url)],
+    ['the log write(2): LogWriter (src/audit/logger.ts) or sonic-boom, and below', (f) => /node_modules\/sonic-boom\//.test(f.url) || (/src\/audit\/logger\.ts/.test(f.url) && /writeSome|flush/.test(f.functionName))],
     ['ProxyMetrics.observe and below', (f) => f.functionName === 'observe' && /src\/audit\/metrics\.ts/.test(f.url)],
     ['Pacer (any src/pacing frame) and below', (f) => /src\/pacing\//.test(f.url)],
     ['RequestPipeline (src/proxy/pipeline.ts) and below', (f) => /src\/proxy\/pipeline\.ts/.test(f.url)],

@@ -107,15 +107,23 @@ export interface AccessLogRecord {
 /**
  * Cuts `value` to at most `maxChars` UTF-16 code units without splitting a
  * surrogate pair (a lone surrogate would not survive as UTF-8), recording
- * `field` in `truncated` when it cut. Pure.
+ * `field` (`field.index` when an index is given) in `truncated` when it cut. Pure.
  */
-function cap(value: string, maxChars: number, field: string, truncated: string[]): string {
+function cap(value: string, maxChars: number, field: string, truncated: string[], index?: number): string {
   if (value.length <= maxChars) return value;
-  truncated.push(field);
+  truncated.push(index === undefined ? field : `${field}.${index}`);
   const last = value.charCodeAt(maxChars - 1);
   const end = last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars;
   return value.slice(0, end);
 }
+
+/** Dotted names of the Decision's capped fields, as listed under `truncated`. */
+const DECISION_FIELD = Object.fromEntries(
+  (['origin', 'path', 'productToken', 'group', 'rule.pattern', 'snapshot.url', 'detail'] as const).map((name) => [name.replace('.', '_'), `${ACCESS_LOG_FIELD.decision}.${name}`]),
+) as Record<'origin' | 'path' | 'productToken' | 'group' | 'rule_pattern' | 'snapshot_url' | 'detail', string>;
+
+/** Reused by every {@link toAccessLogRecord} call (copied into the record only when something was cut). */
+const scratchTruncated: string[] = [];
 
 // One formatter per kind of timestamp, so that each keeps its own second cached.
 const isoStartedAt = createIsoFormatter();
@@ -134,26 +142,26 @@ function wholeMs<T extends number | null>(ms: T): T {
  * upstream facts are shared with the Decision, not copied.
  */
 function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecision {
-  const d = `${ACCESS_LOG_FIELD.decision}.`;
+  const d = DECISION_FIELD;
   const other = ACCESS_LOG_LIMITS.otherChars;
   const { rule, snapshot } = decision;
   const logged: LoggedDecision = {
     verdict: decision.verdict,
     reason: decision.reason,
-    origin: cap(decision.origin, ACCESS_LOG_LIMITS.urlChars, `${d}origin`, truncated),
-    path: cap(decision.path, ACCESS_LOG_LIMITS.urlChars, `${d}path`, truncated),
+    origin: cap(decision.origin, ACCESS_LOG_LIMITS.urlChars, d.origin, truncated),
+    path: cap(decision.path, ACCESS_LOG_LIMITS.urlChars, d.path, truncated),
     productToken:
       decision.productToken === null
         ? null
-        : cap(decision.productToken, ACCESS_LOG_LIMITS.productTokenChars, `${d}productToken`, truncated),
+        : cap(decision.productToken, ACCESS_LOG_LIMITS.productTokenChars, d.productToken, truncated),
     agentTokens: decision.agentTokens,
-    group: decision.group === null ? null : cap(decision.group, other, `${d}group`, truncated),
-    rule: rule === null ? null : { kind: rule.kind, pattern: cap(rule.pattern, other, `${d}rule.pattern`, truncated), line: rule.line },
+    group: decision.group === null ? null : cap(decision.group, other, d.group, truncated),
+    rule: rule === null ? null : { kind: rule.kind, pattern: cap(rule.pattern, other, d.rule_pattern, truncated), line: rule.line },
     crawlDelaySeconds: decision.crawlDelaySeconds,
-    snapshot: snapshot === null ? null : toLoggedSnapshot(snapshot, cap(snapshot.url, other, `${d}snapshot.url`, truncated)),
+    snapshot: snapshot === null ? null : toLoggedSnapshot(snapshot, cap(snapshot.url, other, d.snapshot_url, truncated)),
     identity: decision.identity,
   };
-  if (decision.detail !== undefined) logged.detail = cap(decision.detail, other, `${d}detail`, truncated);
+  if (decision.detail !== undefined) logged.detail = cap(decision.detail, other, d.detail, truncated);
   if (decision.proxyAuthenticate !== undefined) logged.proxyAuthenticate = decision.proxyAuthenticate;
   if (decision.retryAfterSeconds !== undefined) logged.retryAfterSeconds = decision.retryAfterSeconds;
   // In whole ms, as the line's other durations; copied only when the wait has a fraction.
@@ -187,36 +195,42 @@ function toLoggedSnapshot(snapshot: SnapshotInfo, url: string): LoggedSnapshot {
  * @returns a plain object ready for `logger.info(record, msg)`.
  */
 export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
-  const truncated: string[] = [];
+  const truncated = scratchTruncated;
+  truncated.length = 0;
   const L = ACCESS_LOG_LIMITS;
   const f: F = ACCESS_LOG_FIELD;
-  const tokens = entry.productTokens.slice(0, L.productTokens);
+  const tokenCount = Math.min(entry.productTokens.length, L.productTokens);
   if (entry.productTokens.length > L.productTokens) truncated.push(f.productTokens);
   const clientRequestId = entry.request.clientRequestId ?? null;
+  const clientRequestIdLogged = clientRequestId === null ? null : cap(clientRequestId, L.clientRequestIdChars, f.clientRequestId, truncated);
+  const userAgent = entry.request.userAgent === null ? null : cap(entry.request.userAgent, L.userAgentChars, f.userAgent, truncated);
+  const tokens = new Array<string>(tokenCount);
+  for (let i = 0; i < tokenCount; i++) tokens[i] = cap(entry.productTokens[i] as string, L.productTokenChars, f.productTokens, truncated, i);
+  // Literal keys (equal to ACCESS_LOG_FIELD's values, which the type checks): V8 builds such an object from a boilerplate; computed keys cost a keyed store each.
   const record: AccessLogRecord = {
-    [f.requestId]: entry.requestId,
-    [f.clientRequestId]: clientRequestId === null ? null : cap(clientRequestId, L.clientRequestIdChars, f.clientRequestId, truncated),
-    [f.startedAt]: isoStartedAt(entry.startedAtMs),
-    [f.clientAddress]: entry.client.address,
-    [f.clientPort]: entry.client.port,
-    [f.identity]: entry.identity ?? null,
-    [f.userAgent]: entry.request.userAgent === null ? null : cap(entry.request.userAgent, L.userAgentChars, f.userAgent, truncated),
-    [f.productTokens]: tokens.map((t, i) => cap(t, L.productTokenChars, `${f.productTokens}.${i}`, truncated)),
-    [f.method]: cap(entry.request.method, L.methodChars, f.method, truncated),
-    [f.url]: cap(entry.request.url, L.urlChars, f.url, truncated),
-    [f.via]: entry.request.via,
-    [f.status]: entry.response.status,
-    [f.upstreamStatus]: entry.response.upstreamStatus,
-    [f.bytesSent]: entry.response.bytesSent,
-    [f.bytesReceived]: entry.response.bytesReceived,
-    [f.clientAborted]: entry.response.clientAborted,
-    [f.queueWaitMs]: wholeMs(entry.timings.queueWaitMs),
-    [f.upstreamMs]: wholeMs(entry.timings.upstreamMs),
-    [f.upstreamStartedAt]: entry.timings.upstreamStartedAtMs == null ? null : isoUpstreamStartedAt(entry.timings.upstreamStartedAtMs),
-    [f.durationMs]: wholeMs(entry.timings.durationMs),
-    [f.error]: entry.error === null ? null : cap(entry.error, L.errorChars, f.error, truncated),
-    [f.decision]: toLoggedDecision(entry.decision, truncated),
+    requestId: entry.requestId,
+    clientRequestId: clientRequestIdLogged,
+    startedAt: isoStartedAt(entry.startedAtMs),
+    clientAddress: entry.client.address,
+    clientPort: entry.client.port,
+    identity: entry.identity ?? null,
+    userAgent,
+    productTokens: tokens,
+    method: cap(entry.request.method, L.methodChars, f.method, truncated),
+    url: cap(entry.request.url, L.urlChars, f.url, truncated),
+    via: entry.request.via,
+    status: entry.response.status,
+    upstreamStatus: entry.response.upstreamStatus,
+    bytesSent: entry.response.bytesSent,
+    bytesReceived: entry.response.bytesReceived,
+    clientAborted: entry.response.clientAborted,
+    queueWaitMs: wholeMs(entry.timings.queueWaitMs),
+    upstreamMs: wholeMs(entry.timings.upstreamMs),
+    upstreamStartedAt: entry.timings.upstreamStartedAtMs == null ? null : isoUpstreamStartedAt(entry.timings.upstreamStartedAtMs),
+    durationMs: wholeMs(entry.timings.durationMs),
+    error: entry.error === null ? null : cap(entry.error, L.errorChars, f.error, truncated),
+    decision: toLoggedDecision(entry.decision, truncated),
   };
-  if (truncated.length > 0) record[f.truncated] = truncated;
+  if (truncated.length > 0) record.truncated = truncated.slice();
   return record;
 }

@@ -2,7 +2,7 @@
  * The process logger: pino writing JSON lines, with secret header values
  * redacted. Extension, not in RFC 9309.
  */
-import { fstatSync, writeSync } from 'node:fs';
+import { fstatSync, openSync, writeSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { pino, stdSerializers, type DestinationStream, type Level, type Logger } from 'pino';
@@ -20,12 +20,12 @@ export interface LoggerOptions {
   destination?: DestinationStream;
   /**
    * File descriptor or path written in batches of 8 KiB; a line waits at most
-   * {@link LOG_FLUSH_INTERVAL_MS} (see BatchedDestination). @default 1 (stdout)
+   * {@link LOG_FLUSH_INTERVAL_MS} (see LogWriter). @default 1 (stdout)
    */
   file?: number | string;
   /**
    * When `file` is stdout or stderr on a pipe: most characters of lines held
-   * while its reader falls behind, past which lines are dropped and counted (see PipeWriter).
+   * while its reader falls behind, past which lines are dropped and counted (see LogWriter).
    * Not a config key. @default LOG_MAX_BUFFER_CHARS
    */
   maxBufferChars?: number;
@@ -38,7 +38,7 @@ export const LOG_FLUSH_INTERVAL_MS = 100;
 /**
  * Most characters of log lines held in memory while stdout is a pipe whose
  * reader does not keep up (4 MiB of ASCII JSON: about 3,500 access lines);
- * past it, new lines are dropped and counted (see {@link PipeWriter}).
+ * past it, new lines are dropped and counted (see {@link LogWriter}).
  */
 export const LOG_MAX_BUFFER_CHARS = 4 * 1024 * 1024;
 /** How often a full pipe is tried again, ms (a non-blocking write that may take nothing). */
@@ -46,101 +46,62 @@ const PIPE_RETRY_MS = 10;
 /** Longest time the exit flush waits for a full pipe's reader, ms; what is still unwritten then is lost. */
 export const LOG_EXIT_FLUSH_TIMEOUT_MS = 5000;
 
-/** Batched destinations still open: each is flushed synchronously when the process exits. */
-const openDestinations = new Set<{ flush(): void }>();
+/** Log writers still open: each is flushed synchronously when the process exits. */
+const openDestinations = new Set<LogWriter>();
 let isExitHookInstalled = false;
 
-/**
- * Lines gathered and written synchronously in batches: one write(2) per
- * {@link BUFFER_BYTES} on the event loop costs less than a write per line (or
- * a thread-pool hop per line). The first line into an empty buffer arms a
- * timer, so no line waits longer than {@link LOG_FLUSH_INTERVAL_MS}, however
- * idle the process is afterwards; an idle process with nothing buffered does
- * no writes at all. What is left is written when the process exits, however it
- * exits (`process.exit`, the end of the event loop, a fatal error handler);
- * only SIGKILL (or a crash of Node itself) can lose the last interval.
- * For files and terminals. Stdout or stderr on a pipe or socket gets a
- * {@link PipeWriter} instead (see {@link createDestination}).
- */
-class BatchedDestination implements DestinationStream {
-  readonly #sink: ReturnType<typeof pino.destination>;
-  #timer: NodeJS.Timeout | undefined;
-
-  constructor(file: number | string) {
-    // pino.destination is sonic-boom: it retries EAGAIN on a full pipe, and in sync mode
-    // pino registers no exit hook of its own (that is ours, below).
-    this.#sink = pino.destination({ dest: file, sync: true, minLength: BUFFER_BYTES });
-    openDestinations.add(this);
-    installExitHook();
-  }
-
-  write(line: string): void {
-    this.#sink.write(line);
-    // Armed once per batch, not per line; unref'd: a pending flush never keeps the process up (the exit hook writes it).
-    this.#timer ??= setTimeout(this.#onTimer, LOG_FLUSH_INTERVAL_MS).unref();
-  }
-
-  readonly #onTimer = (): void => {
-    this.#timer = undefined;
-    this.#sink.flush();
-  };
-
-  /** Writes what is buffered now (pino's `logger.flush()` calls this), then calls `callback`. */
-  flush(callback?: (err?: Error) => void): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    try {
-      this.#sink.flushSync();
-    } catch (err) {
-      callback?.(err as Error);
-      return;
-    }
-    callback?.();
-  }
-}
-
-/** Options of {@link PipeWriter}. */
-export interface PipeWriterOptions {
+/** Options of {@link LogWriter}. */
+export interface LogWriterOptions {
   /** Most characters held (lines waiting plus the unwritten part of the batch being written). @default LOG_MAX_BUFFER_CHARS */
   maxBufferChars?: number;
-  /** Longest wait for the reader in a synchronous flush, ms. @default LOG_EXIT_FLUSH_TIMEOUT_MS */
+  /** Longest wait for a pipe's reader in a synchronous flush, ms. @default LOG_EXIT_FLUSH_TIMEOUT_MS */
   flushTimeoutMs?: number;
 }
 
 /**
- * Stdout (or stderr) on a pipe or socket (`npm start | tee`, a container's
- * log driver, systemd): the event loop never waits for the reader.
+ * The logger's destination: lines gathered and written in batches, one
+ * write(2) per {@link BUFFER_BYTES} on the event loop (cheaper than a write
+ * per line, or a thread-pool hop per batch). The first line into an empty
+ * buffer arms a timer, so no line waits longer than
+ * {@link LOG_FLUSH_INTERVAL_MS}, however idle the process is afterwards; an
+ * idle process with nothing buffered does no writes at all. What is held is
+ * written when the process exits, however it exits (`process.exit`, the end
+ * of the event loop, a fatal error handler); only SIGKILL (or a crash of Node
+ * itself) can lose the last interval.
  *
- * Lines are gathered as in {@link BatchedDestination} (a write per
- * {@link BUFFER_BYTES}, or after {@link LOG_FLUSH_INTERVAL_MS}) and written
- * with non-blocking write(2) calls on the main thread: Node's stdout stream
- * puts the descriptor in non-blocking mode (libuv's `uv_pipe_open`), so a
- * full pipe answers EAGAIN or takes part of a batch at once. What it did not
- * take is kept, byte-exact, and tried again every {@link PIPE_RETRY_MS} ms.
+ * On a file or a terminal the descriptor blocks: each batch is written whole.
+ * On stdout or stderr as a pipe or a socket (`npm start | tee`, a container's
+ * log driver, systemd), the event loop never waits for the reader: Node's
+ * stdout stream puts the descriptor in non-blocking mode (libuv's
+ * `uv_pipe_open`; see {@link createDestination}), so a full pipe answers
+ * EAGAIN or takes part of a batch at once. What it did not take is kept,
+ * byte-exact, and tried again every {@link PIPE_RETRY_MS} ms.
  *
- * The policy when the reader falls behind: lines wait in memory up to
+ * The policy when a reader falls behind: lines wait in memory up to
  * `maxBufferChars` ({@link LOG_MAX_BUFFER_CHARS}); past that, each new line is
- * dropped and counted, never blocking a request. When the reader catches up,
- * the next line written is preceded by one line
- * `{"level":"warn",...,"event":"log-lines-dropped","droppedLines":N,"msg":...}`
+ * dropped and counted ({@link LogWriter.droppedLines}), never blocking a
+ * request. When the reader catches up, the next line written is preceded by
+ * one line `{"level":"warn",...,"event":"log-lines-dropped","droppedLines":N,...}`
  * at the place of the gap; at exit, a gap still open is reported the same way
  * at the end. Lines are never reordered, split or duplicated. A reader that is
  * gone (EPIPE) turns every later line into a dropped one.
  *
  * Flush (at exit, and pino's `logger.flush()`): everything held is written
- * synchronously, waiting for the reader up to `flushTimeoutMs`; what is still
- * unwritten then is lost. Why not Node's own stdout stream: it buffers without
- * bound (gigabytes behind a stalled reader) and loses its queue at
- * `process.exit`; sonic-boom's asynchronous mode writes from the thread pool
- * and cannot flush a write in flight at exit.
+ * synchronously, waiting for a pipe's reader up to `flushTimeoutMs`; what is
+ * still unwritten then is lost. Why not Node's own stdout stream: it buffers
+ * without bound (gigabytes behind a stalled reader) and loses its queue at
+ * `process.exit`; nor sonic-boom's asynchronous mode: it writes from the
+ * thread pool and cannot flush a write in flight at exit (and its synchronous
+ * mode, used before, measures every line's UTF-8 length: 13 µs per access
+ * line under load, bench/PROFILE.md).
  */
-export class PipeWriter implements DestinationStream {
+export class LogWriter implements DestinationStream {
   readonly #fd: number;
   readonly #maxChars: number;
   readonly #flushTimeoutMs: number;
   #lines: string[] = [];
   #lineChars = 0;
-  /** The batch being written: what write(2) has not taken yet. */
+  /** The batch being written: what write(2) has not taken yet (a full pipe). */
   #unwritten: Buffer | undefined;
   #timer: NodeJS.Timeout | undefined;
   #dropped = 0;
@@ -148,9 +109,9 @@ export class PipeWriter implements DestinationStream {
   #isBroken = false;
 
   /**
-   * @param fd a descriptor in non-blocking mode (stdout or stderr once Node opened its stream on it; see {@link createDestination}).
+   * @param fd an open descriptor; in non-blocking mode for the pipe behaviour above.
    */
-  constructor(fd: number, options: PipeWriterOptions = {}) {
+  constructor(fd: number, options: LogWriterOptions = {}) {
     this.#fd = fd;
     this.#maxChars = options.maxBufferChars ?? LOG_MAX_BUFFER_CHARS;
     this.#flushTimeoutMs = options.flushTimeoutMs ?? LOG_EXIT_FLUSH_TIMEOUT_MS;
@@ -163,6 +124,11 @@ export class PipeWriter implements DestinationStream {
     return this.#droppedTotal + this.#dropped;
   }
 
+  /** Characters held now: lines waiting plus the unwritten part of the batch being written. */
+  get bufferedChars(): number {
+    return this.#heldChars();
+  }
+
   write(line: string): void {
     if (this.#isBroken || this.#heldChars() + line.length > this.#maxChars) {
       this.#dropped++;
@@ -173,18 +139,20 @@ export class PipeWriter implements DestinationStream {
     this.#lineChars += line.length;
     if (this.#unwritten !== undefined) return; // the retry timer is armed
     if (this.#lineChars >= BUFFER_BYTES) this.#writeSome();
+    // Armed once per batch, not per line; unref'd: a pending flush never keeps the process up (the exit hook writes it).
     else this.#timer ??= setTimeout(this.#onTimer, LOG_FLUSH_INTERVAL_MS).unref();
   }
 
-  /** Writes everything held, synchronously, waiting for the reader up to the flush timeout; then calls `callback`. */
+  /** Writes everything held, synchronously, waiting for a pipe's reader up to the flush timeout; then calls `callback`. */
   flush(callback?: (err?: Error) => void): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#dropped > 0) this.#pushDropNotice();
     const deadline = Date.now() + this.#flushTimeoutMs;
-    const pause = new Int32Array(new SharedArrayBuffer(4));
-    while (!this.#isBroken && (this.#unwritten !== undefined || this.#lines.length > 0) && !this.#writeSome(true)) {
+    let pause: Int32Array | undefined;
+    while (!this.#isBroken && !this.#writeSome(true)) {
       if (Date.now() >= deadline) break;
+      pause ??= new Int32Array(new SharedArrayBuffer(4));
       Atomics.wait(pause, 0, 0, 1); // a full pipe: let the reader drain for 1 ms
     }
     // Timed out (a stalled reader) and the process goes on: keep trying in the background.
@@ -192,17 +160,12 @@ export class PipeWriter implements DestinationStream {
     callback?.();
   }
 
-  /** Characters held now: lines waiting plus the unwritten part of the batch being written. */
-  get bufferedChars(): number {
-    return this.#heldChars();
-  }
-
   #heldChars(): number {
     return this.#lineChars + (this.#unwritten?.length ?? 0);
   }
 
   #pushDropNotice(): void {
-    const notice = `{"level":"warn","time":"${new Date().toISOString()}","pid":${process.pid},"hostname":${JSON.stringify(hostname())},"event":"log-lines-dropped","droppedLines":${this.#dropped},"msg":"log lines dropped: stdout's reader did not keep up (buffer full)"}\n`;
+    const notice = `{"level":"warn","time":"${new Date().toISOString()}","pid":${process.pid},"hostname":${JSON.stringify(hostname())},"event":"log-lines-dropped","droppedLines":${this.#dropped},"msg":"log lines dropped: the reader of the log did not keep up"}\n`;
     this.#lines.push(notice);
     this.#lineChars += notice.length;
     this.#droppedTotal += this.#dropped;
@@ -215,24 +178,25 @@ export class PipeWriter implements DestinationStream {
   };
 
   /**
-   * Writes as much as the descriptor takes now, without blocking: the unwritten rest of the
-   * current batch, then the waiting lines as the next batch. Arms the retry timer when the
-   * pipe is full. @returns true when nothing is left.
+   * Writes as much as the descriptor takes now (all of it, on a blocking one): the unwritten
+   * rest of the current batch, then the waiting lines as the next batch. Arms the retry timer
+   * when a pipe is full, unless flushing. @returns true when nothing is left.
    */
   #writeSome(isFlushing = false): boolean {
     for (;;) {
-      if (this.#unwritten === undefined) {
+      let batch: string | Buffer | undefined = this.#unwritten;
+      if (batch === undefined) {
         if (this.#lines.length === 0) return true;
-        this.#unwritten = Buffer.from(this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join(''));
+        batch = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join('');
         this.#lines = [];
         this.#lineChars = 0;
       }
-      const batch: Buffer = this.#unwritten;
       let written: number;
       try {
-        written = writeSync(this.#fd, batch);
+        written = typeof batch === 'string' ? writeSync(this.#fd, batch) : writeSync(this.#fd, batch);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EAGAIN') {
+          this.#unwritten = typeof batch === 'string' ? Buffer.from(batch) : batch;
           if (!isFlushing) this.#timer ??= setTimeout(this.#onTimer, PIPE_RETRY_MS).unref();
           return false;
         }
@@ -244,32 +208,34 @@ export class PipeWriter implements DestinationStream {
         this.#unwritten = undefined;
         return true;
       }
-      this.#unwritten = written >= batch.length ? undefined : batch.subarray(written);
+      const size = typeof batch === 'string' ? Buffer.byteLength(batch) : batch.length;
+      if (written >= size) this.#unwritten = undefined;
+      // A pipe took part of it: keep the rest, byte-exact (a string is converted only then).
+      else this.#unwritten = (typeof batch === 'string' ? Buffer.from(batch) : batch).subarray(written);
     }
   }
 }
 
 /**
- * The destination for `file`: a {@link PipeWriter} when it is stdout or stderr
- * and that is a pipe or a socket, else a {@link BatchedDestination} (files,
- * terminals, paths). Opening Node's stream on the descriptor
- * (`process.stdout`) is what puts it in non-blocking mode.
+ * The {@link LogWriter} for `file`: a descriptor, or a path opened for
+ * appending. When it is stdout or stderr on a pipe or a socket, Node's stream
+ * on it is opened first (`process.stdout`), which puts the descriptor in
+ * non-blocking mode: the writer then never waits for the reader.
+ * @throws Error from `openSync` for a path that cannot be opened.
  */
-function createDestination(file: number | string, options: PipeWriterOptions): DestinationStream {
+function createDestination(file: number | string, options: LogWriterOptions): LogWriter {
+  if (typeof file === 'string') return new LogWriter(openSync(file, 'a'), options);
   if (file === 1 || file === 2) {
     let isPipe = false;
     try {
       const stat = fstatSync(file);
       isPipe = stat.isFIFO() || stat.isSocket();
     } catch {
-      // A closed descriptor: sonic-boom reports it.
+      // A closed descriptor: the first write reports it (the lines are counted as dropped).
     }
-    if (isPipe) {
-      void (file === 1 ? process.stdout : process.stderr);
-      return new PipeWriter(file, options);
-    }
+    if (isPipe) void (file === 1 ? process.stdout : process.stderr);
   }
-  return new BatchedDestination(file);
+  return new LogWriter(file, options);
 }
 
 function installExitHook(): void {
@@ -282,11 +248,11 @@ function installExitHook(): void {
 
 /**
  * Log lines dropped since start because stdout's reader did not keep up (or
- * was gone): the logger's {@link PipeWriter} count; 0 for any other destination.
+ * was gone): the logger's {@link LogWriter} count; 0 for any other destination.
  */
 export function droppedLogLinesOf(logger: Logger): number {
   const destination = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
-  return destination instanceof PipeWriter ? destination.droppedLines : 0;
+  return destination instanceof LogWriter ? destination.droppedLines : 0;
 }
 
 /**

@@ -69,7 +69,7 @@ export const METRIC_NAME = {
   originInFlight: SCRAPE_METRIC_NAME.originInFlight,
   /** Gauge {origin}: 1 while one of the busiest origins is paused by an upstream 429/503, else 0. */
   originPaused: SCRAPE_METRIC_NAME.originPaused,
-  /** Counter: log lines dropped because stdout's reader (a pipe) did not keep up; see `PipeWriter`. */
+  /** Counter: log lines dropped because stdout's reader (a pipe) did not keep up; see `LogWriter`. */
   logLinesDropped: `${METRIC_PREFIX}log_lines_dropped_total`,
   /** Counter: ledger write transactions committed. */
   ledgerWrites: SCRAPE_METRIC_NAME.ledgerWrites,

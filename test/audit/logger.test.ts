@@ -1,6 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, constants as fsConstants, mkdtempSync, openSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../src/audit/logger.js';
 import { REDACTED_VALUE } from '../../src/audit/redact.js';
@@ -121,39 +125,63 @@ describe('createLogger on a file descriptor (batched, as serve runs it)', () => 
   }
 });
 
-describe('createLogger on stdout as a slow pipe (PipeWriter)', () => {
-  /** Starts the child, lets it write into a pipe nobody reads, then reads and sends `then`; resolves with its report and every line. */
+describe('createLogger on a file path', () => {
+  it('appends every line, in order, once flushed', async () => {
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const path = join(mkdtempSync(join(tmpdir(), 'logger-')), 'out.log');
+    writeFileSync(path, 'kept\n');
+    const logger = createLogger({ level: 'info', file: path });
+    for (let n = 0; n < 100; n++) logger.info({ n, text: 'é😀' }, 'line');
+    logger.flush();
+    const [first, ...rest] = readFileSync(path, 'utf8').trimEnd().split('\n');
+    assert.equal(first, 'kept', 'appended, not truncated');
+    assert.deepEqual(rest.map((line) => (JSON.parse(line) as { n: number; text: string }).n), Array.from({ length: 100 }, (_, n) => n));
+    assert.ok(rest.every((line) => (JSON.parse(line) as { text: string }).text === 'é😀'));
+  });
+});
+
+describe('createLogger on stdout as a slow pipe (LogWriter)', () => {
+  /**
+   * Starts the child with stdout on a named pipe that nobody reads (a FIFO, so
+   * that no reader drains it behind the test's back: it holds the kernel's 64 KiB
+   * and no more), then reads it and sends `then`; resolves with the child's
+   * report and every line.
+   */
   async function runSlowPipe(then: 'more' | 'exit'): Promise<{ report: { written: number; dropped: number; bufferedChars: number; maxBufferChars: number }; code: number | null; records: Record<string, unknown>[] }> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/slow-pipe-process.ts'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-    const stdout = child.stdout;
-    if (stdout === null) throw new Error('no stdout pipe');
-    // Not read until the child says it has written everything: the pipe fills and stays full.
-    stdout.pause();
+    const fifo = join(mkdtempSync(join(tmpdir(), 'slow-pipe-')), 'stdout.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const readFd = openSync(fifo, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    const writeFd = openSync(fifo, fsConstants.O_WRONLY);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/slow-pipe-process.ts'], { cwd: root, stdio: ['ignore', writeFd, 'inherit', 'ipc'] });
+    closeSync(writeFd);
     const report = await new Promise<{ written: number; dropped: number; bufferedChars: number; maxBufferChars: number }>((resolve, reject) => {
       child.once('message', (message) => resolve(message as { written: number; dropped: number; bufferedChars: number; maxBufferChars: number }));
       child.once('error', reject);
       child.once('exit', (code) => reject(new Error(`child exited (${String(code)}) before reporting`)));
     });
+    const reader = new Socket({ fd: readFd, readable: true, writable: false });
     let text = '';
-    stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-    stdout.resume();
+    reader.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+    const readerEnded = new Promise((resolve) => reader.once('end', resolve));
     const code = await new Promise<number | null>((resolve) => {
-      child.once('close', resolve);
+      child.once('exit', resolve);
       child.send(then);
     });
+    await readerEnded;
     assert.ok(text.endsWith('\n'));
     return { report, code, records: text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>) };
   }
 
   for (const then of ['more', 'exit'] as const) {
     it(`never blocks on a reader that does not read, drops and counts lines past its buffer, writes the rest in order with the gap reported (${then === 'more' ? 'reader catches up, more lines' : 'exit with the pipe full: the exit flush'})`, async () => {
-      const { FIRST_LINES, MORE_LINES } = await import('../helpers/slow-pipe-process.js');
+      const { FIRST_LINES, MORE_LINES, PAD } = await import('../helpers/slow-pipe-process.js');
       const { report, code, records } = await runSlowPipe(then);
       assert.equal(report.written, FIRST_LINES, 'the loop ended although nobody read: no write blocked');
       assert.ok(report.dropped > 0, 'the buffer filled: some lines were dropped');
       assert.ok(report.dropped < FIRST_LINES, 'the lines that fit were kept');
       assert.ok(report.bufferedChars > 0 && report.bufferedChars <= report.maxBufferChars, `held ${report.bufferedChars} chars, bound ${report.maxBufferChars}`);
       assert.equal(code, 0);
+      for (const record of records) if (record['event'] !== 'log-lines-dropped') assert.equal(record['pad'], PAD, `line ${String(record['n'])} intact`);
       const notices = records.filter((r) => r['event'] === 'log-lines-dropped');
       assert.equal(notices.length, 1, 'one notice for the one gap');
       assert.equal(notices[0]?.['droppedLines'], report.dropped);

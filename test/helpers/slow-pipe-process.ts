@@ -1,7 +1,7 @@
 /**
  * A child process for the logger's slow-pipe test: the real process logger on
  * stdout, which the parent makes a pipe that it does not read at first.
- * It writes {@link FIRST_LINES} lines `{"msg":"line","n":<i>,"pad":"…"}` in one
+ * It writes {@link FIRST_LINES} lines `{"msg":"line","n":<i>,"pad":PAD}` in one
  * synchronous loop and reports over IPC `{ written, dropped }` (had a write
  * blocked on the full pipe, the loop would never end: the parent reads only
  * after this message). On the parent's `more`, it waits until its logger holds
@@ -10,7 +10,7 @@
  * full pipe did not take (the exit flush writes it).
  */
 import { pino } from 'pino';
-import { createLogger, PipeWriter } from '../../src/audit/logger.js';
+import { createLogger, LogWriter } from '../../src/audit/logger.js';
 
 export const FIRST_LINES = 4000;
 export const MORE_LINES = 10;
@@ -18,8 +18,10 @@ const MAX_BUFFER_CHARS = 64 * 1024;
 
 const logger = createLogger({ level: 'info', maxBufferChars: MAX_BUFFER_CHARS });
 const writer = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
-if (!(writer instanceof PipeWriter)) throw new Error('stdout is not a pipe: no PipeWriter');
-const pad = 'p'.repeat(200);
+if (!(writer instanceof LogWriter)) throw new Error('the logger has no LogWriter');
+/** Multi-byte characters too: a pipe that takes part of a batch may cut one, which the writer must resume byte-exact. */
+export const PAD = `${'p'.repeat(100)}${'é€😀'.repeat(20)}`;
+const pad = PAD;
 for (let n = 0; n < FIRST_LINES; n++) logger.info({ n, pad }, 'line');
 process.send?.({ written: FIRST_LINES, dropped: writer.droppedLines, bufferedChars: writer.bufferedChars, maxBufferChars: MAX_BUFFER_CHARS });
 
