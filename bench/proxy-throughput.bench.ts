@@ -34,7 +34,7 @@
  * BENCH_PROXY_NODE_OPTIONS (extra node flags for the robots-proxy processes,
  * e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_BARE_NODE_OPTIONS (the
  * same for the bare forwarder), BENCH_BASELINE=DIR[,DIR2] (other checkouts,
- * built: adds targets `base` and `base-mc64` run from DIR, `base2`... from
+ * built: adds targets `base`, `base-warn` and `base-mc64` run from DIR, `base2`... from
  * DIR2, for before/after in one run), BENCH_KEEP=1 (keep the temp
  * dir: configs, logs, Squid's cache.log). Contacts 127.0.0.1 only.
  */
@@ -60,7 +60,7 @@ const BENCH_PASSWORD = 'bench-password';
 const CONNECTIONS = 50;
 const ORIGINS = 50;
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 1 : 5));
-/** Other checkouts of robots-proxy, already built (`tsc -b`), measured beside this one as `base`, `base-mc64`, `base2`, ... */
+/** Other checkouts of robots-proxy, already built (`tsc -b`), measured beside this one as `base`, `base-warn`, `base-mc64`, `base2`, ... */
 const BASELINES = (process.env['BENCH_BASELINE'] ?? '').split(',').filter((d) => d !== '');
 const RUN_SECONDS = Number(process.env['BENCH_SECONDS'] ?? (QUICK ? 1 : 2));
 /** wrk takes whole seconds. */
@@ -448,12 +448,14 @@ async function main(): Promise<void> {
       shapes: ['1o-ka'],
       start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn-mc64', [[['log', 'level'], 'warn'], [['pacing', 'maxConcurrency'], 64]]),
     },
-    // BENCH_BASELINE=DIR[,DIR2...]: base, base-mc64, base2, base2-mc64, ...
+    // BENCH_BASELINE=DIR[,DIR2...]: base, base-mc64, base-warn, base2, ...
     ...BASELINES.flatMap((dir, i) => {
       const key = i === 0 ? 'base' : `base${i + 1}`;
       return [
         { key, label: `${key} (${dir}), default config`, start: () => startRobotsProxy(pinTarget, workDir, key, [], dir) },
         { key: `${key}-mc64`, label: `${key}, default + maxConcurrency 64`, shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, `${key}-mc64`, [[['pacing', 'maxConcurrency'], 64]], dir) },
+        // rp-warn's twin: base minus base-warn is the baseline's access line, beside rp minus rp-warn.
+        { key: `${key}-warn`, label: `${key}, log at warn`, start: () => startRobotsProxy(pinTarget, workDir, `${key}-warn`, [[['log', 'level'], 'warn']], dir) },
       ];
     }),
   ];
