@@ -5,7 +5,7 @@
  * keys. Field names are the constants below, so dashboards and tests share
  * them. Extension, not in RFC 9309.
  */
-import type { Decision, SnapshotInfo } from '../policy/decision.js';
+import type { Decision, PacingFacts, SnapshotInfo } from '../policy/decision.js';
 import { createIsoFormatter } from './iso-time.js';
 import type { AccessEntry } from './access-entry.js';
 
@@ -166,8 +166,18 @@ function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecisi
   if (decision.retryAfterSeconds !== undefined) logged.retryAfterSeconds = decision.retryAfterSeconds;
   // In whole ms, as the line's other durations; copied only when the wait has a fraction.
   const { pacing } = decision;
-  if (pacing !== undefined) logged.pacing = Number.isInteger(pacing.waitedMs) ? pacing : { ...pacing, waitedMs: wholeMs(pacing.waitedMs) };
+  if (pacing !== undefined) logged.pacing = Number.isInteger(pacing.waitedMs) ? pacing : toLoggedPacing(pacing);
   if (decision.upstream !== undefined) logged.upstream = decision.upstream;
+  return logged;
+}
+
+/** The pacing facts with `waitedMs` in whole ms, field by field in their declared order (no spread). */
+function toLoggedPacing(pacing: PacingFacts): PacingFacts {
+  const logged: PacingFacts = { delayMs: pacing.delayMs, waitedMs: wholeMs(pacing.waitedMs) };
+  if (pacing.queueLength !== undefined) logged.queueLength = pacing.queueLength;
+  if (pacing.identityQueueLength !== undefined) logged.identityQueueLength = pacing.identityQueueLength;
+  if (pacing.limit !== undefined) logged.limit = pacing.limit;
+  if (pacing.retryAfterSeconds !== undefined) logged.retryAfterSeconds = pacing.retryAfterSeconds;
   return logged;
 }
 
@@ -206,7 +216,7 @@ export function toAccessLogRecord(entry: AccessEntry): AccessLogRecord {
   const userAgent = entry.request.userAgent === null ? null : cap(entry.request.userAgent, L.userAgentChars, f.userAgent, truncated);
   const tokens = new Array<string>(tokenCount);
   for (let i = 0; i < tokenCount; i++) tokens[i] = cap(entry.productTokens[i] as string, L.productTokenChars, f.productTokens, truncated, i);
-  // Literal keys (equal to ACCESS_LOG_FIELD's values, which the type checks): V8 builds such an object from a boilerplate; computed keys cost a keyed store each.
+  // Literal keys: ACCESS_LOG_FIELD's values, which the record's type checks.
   const record: AccessLogRecord = {
     requestId: entry.requestId,
     clientRequestId: clientRequestIdLogged,
