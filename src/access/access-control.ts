@@ -163,18 +163,19 @@ export class AccessControl {
   }
 
   async #authenticate(authorization: string, address: string, origin: string, verifier: CredentialVerifier): Promise<Admission> {
-    const waitMs = this.#throttle.retryAfterMs(address, this.deps.clock.nowMs());
+    // The check counts against the address's budget from now on, so concurrent guesses cannot outrun it.
+    const waitMs = this.#throttle.begin(address, this.deps.clock.nowMs());
     if (waitMs !== undefined) {
       const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
       const detail = `more than ${this.#config.access.maxAuthFailures} failed credential checks from this address within access.authFailureWindow; credentials are not checked for ${retryAfterSeconds} s`;
       return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds } };
     }
     const verification = await verifier.verify(authorization);
+    this.#throttle.settle(address, this.deps.clock.nowMs(), !verification.ok);
     if (verification.ok) {
       const { entry } = verification;
       return this.#admitted(this.identityNamed(entry.identity, 'credentials'), { name: entry.identity, source: 'credentials', credential: { user: entry.user, hash: entry.hash } });
     }
-    this.#throttle.recordFailure(address, this.deps.clock.nowMs());
     const detail =
       verification.failure === 'malformed'
         ? 'the Proxy-Authorization header is not Basic credentials (RFC 7617: "Basic" and base64 of user:password)'

@@ -29,3 +29,16 @@ test('the tracked addresses are bounded', () => {
   for (let i = 0; i < 1_000; i++) throttle.recordFailure(`10.0.${i >> 8}.${i & 255}`, 0);
   assert.equal(throttle.size, 100);
 });
+
+test('checks in flight count against the budget until they settle; a success frees its place', () => {
+  const throttle = new AuthThrottle({ maxFailures: 2, windowMs: 60_000 });
+  assert.equal(throttle.begin('10.0.0.1', 0), undefined);
+  assert.equal(throttle.begin('10.0.0.1', 0), undefined);
+  assert.equal(throttle.begin('10.0.0.1', 0), 60_000, 'two checks in flight use the whole budget');
+  assert.equal(throttle.begin('10.0.0.2', 0), undefined, 'another address has its own');
+  throttle.settle('10.0.0.1', 5, false);
+  throttle.settle('10.0.0.1', 5, true);
+  assert.equal(throttle.begin('10.0.0.1', 10), undefined, 'one failure recorded, one place free');
+  throttle.settle('10.0.0.1', 10, true);
+  assert.equal(throttle.begin('10.0.0.1', 20), 59_985, 'two failures: wait until the window that began at 5 ends');
+});

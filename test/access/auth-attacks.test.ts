@@ -1,0 +1,65 @@
+/**
+ * Attacks on admission (issue 8, "Who may use it"), against a real proxy on loopback with real
+ * sockets: what an attacker tries beyond the well-behaved client's path.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import bcrypt from 'bcryptjs';
+import { startOrigin, startTestProxy, siteHandler, type TestOrigin } from '../helpers/harness.js';
+
+const UA = 'ExampleBot/1.0';
+const ROBOTS = 'User-agent: *\nAllow: /\n';
+
+type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+
+const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+/** One absolute-form request through the proxy from `localAddress`, on a fresh connection. */
+function get(proxyPort: number, url: string, headers: http.OutgoingHttpHeaders, localAddress: string) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: proxyPort, path: url, headers: { 'user-agent': UA, ...headers }, agent: false, localAddress }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('admission under attack', () => {
+  let proxy: Proxy;
+  let origin: TestOrigin;
+
+  before(async () => {
+    origin = await startOrigin(siteHandler({ robots: ROBOTS }));
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-users-'));
+    const credentialsFile = join(dir, 'users');
+    writeFileSync(credentialsFile, `alice:${bcrypt.hashSync('alice-password', 4)}\n`);
+    proxy = await startTestProxy({ access: { clients: ['127.0.0.0/8'], credentialsFile, maxAuthFailures: 3, authFailureWindow: '1m' } });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('counts credential checks in flight against the failure budget: concurrent guesses from one address get at most maxAuthFailures checks', async () => {
+    const port = proxy.proxyAddress.port;
+    // 30 guesses at once (an unknown user: checked against a cost-10 hash, so they overlap), before any of them has failed: each would run bcrypt if only finished failures counted.
+    const guesses = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => get(port, `${origin.url}/g${i}`, { 'proxy-authorization': basic('mallory', `guess-${i}`) }, '127.0.0.9')),
+    );
+    const statuses = guesses.map((g) => g.status);
+    const checked = statuses.filter((s) => s === 407).length;
+    assert.ok(checked <= 3, `at most 3 guesses checked, got ${checked} (${statuses.join(' ')})`);
+    assert.equal(statuses.filter((s) => s === 429).length, 30 - checked, statuses.join(' '));
+    // Another address keeps its own budget.
+    const other = await get(port, `${origin.url}/ok`, { 'proxy-authorization': basic('alice', 'alice-password') }, '127.0.0.10');
+    assert.equal(other.status, 200);
+  });
+});
