@@ -8,8 +8,8 @@
  * 3. without credentials, the range's identity applies, if it names one; else, when a
  *    credentials file is configured, 407; else the client is anonymous.
  * Requests inside a CONNECT tunnel are covered by the CONNECT's admission (its credentials are
- * re-checked against the current file, its address against the current ranges, so a reload
- * applies to open tunnels too). The identity's binding is read from `identities` at each
+ * re-checked against the current file, its address against the current ranges; a tunnel opened
+ * without credentials is admitted as such a request is now: so a reload applies to open tunnels too). The identity's binding is read from `identities` at each
  * request. Extension, not in RFC 9309.
  */
 import type { IncomingMessage } from 'node:http';
@@ -142,9 +142,17 @@ export class AccessControl {
       return { isAdmitted: false, refusal: decideWithoutRobots('client-not-allowed', { origin, detail }) };
     }
     const tunnel = context.tunnel;
-    if (tunnel !== undefined) return this.#admitTunnelled(tunnel, origin);
+    if (tunnel?.credential !== undefined) return this.#admitTunnelled(tunnel, tunnel.credential, origin);
+    // A tunnel opened without credentials is admitted as a request without them is now, so a
+    // reload that adds a credentials file or renames a range's identity applies to it too.
+    if (tunnel !== undefined) return this.#admitWithoutCredentials(range.identity, origin);
     if (authorization !== undefined && this.#verifier !== undefined) return this.#authenticate(authorization, address, origin, this.#verifier);
-    if (range.identity !== undefined) return this.#admitted(this.identityNamed(range.identity, 'client-range'), { name: range.identity, source: 'client-range' });
+    return this.#admitWithoutCredentials(range.identity, origin);
+  }
+
+  /** A client without credentials: its range's identity, else 407 when a credentials file is configured, else anonymous. */
+  #admitWithoutCredentials(rangeIdentity: string | undefined, origin: string): Admission {
+    if (rangeIdentity !== undefined) return this.#admitted(this.identityNamed(rangeIdentity, 'client-range'), { name: rangeIdentity, source: 'client-range' });
     if (this.#verifier !== undefined) return { isAdmitted: false, refusal: this.#challenge(origin, 'this proxy requires credentials: none were given (Proxy-Authorization: Basic)') };
     return { isAdmitted: true, identity: null, client: ANONYMOUS };
   }
@@ -153,13 +161,15 @@ export class AccessControl {
     return { isAdmitted: true, identity, client };
   }
 
-  /** A request inside a tunnel: the CONNECT's identity, while its credentials are still in the file. */
-  #admitTunnelled(tunnel: AdmittedClient, origin: string): Admission {
-    if (tunnel.credential !== undefined && !(this.#verifier?.isCurrent(tunnel.credential) ?? false)) {
+  /** A request inside a tunnel opened with credentials: the CONNECT's identity, while its credentials are still in the file. */
+  #admitTunnelled(tunnel: AdmittedClient, credential: NonNullable<AdmittedClient['credential']>, origin: string): Admission {
+    const entry = this.#verifier?.currentEntry(credential);
+    if (entry === undefined) {
       return { isAdmitted: false, refusal: this.#challenge(origin, 'the credentials this tunnel was opened with are no longer valid (the credentials file changed); open a new one') };
     }
-    if (tunnel.name === null || tunnel.source === null) return { isAdmitted: true, identity: null, client: tunnel };
-    return this.#admitted(this.identityNamed(tunnel.name, tunnel.source), tunnel);
+    // The user's identity as the file names it now (a reload may have moved the user to another one).
+    const client = entry.identity === tunnel.name ? tunnel : { name: entry.identity, source: 'credentials' as const, credential };
+    return this.#admitted(this.identityNamed(entry.identity, 'credentials'), client);
   }
 
   async #authenticate(authorization: string, address: string, origin: string, verifier: CredentialVerifier): Promise<Admission> {

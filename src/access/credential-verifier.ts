@@ -97,7 +97,13 @@ export class CredentialVerifier {
 
   /** True while `entry` (from an earlier verification) is still in the file with the same hash, e.g. for the requests of a tunnel. */
   isCurrent(entry: Pick<CredentialEntry, 'user' | 'hash'>): boolean {
-    return this.#users.get(entry.user)?.hash === entry.hash;
+    return this.currentEntry(entry) !== undefined;
+  }
+
+  /** The file's entry for `entry`'s user while it still has the same hash (with the identity the file names now), else undefined. Never throws. */
+  currentEntry(entry: Pick<CredentialEntry, 'user' | 'hash'>): CredentialEntry | undefined {
+    const current = this.#users.get(entry.user);
+    return current?.hash === entry.hash ? current : undefined;
   }
 
   /**

@@ -9,7 +9,9 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
+import type net from 'node:net';
 import { startOrigin, startTestProxy, siteHandler, type TestOrigin } from '../helpers/harness.js';
+import { openConnect, writeTempFile } from '../helpers/https-support.js';
 
 const UA = 'ExampleBot/1.0';
 const ROBOTS = 'User-agent: *\nAllow: /\n';
@@ -61,5 +63,66 @@ describe('admission under attack', () => {
     // Another address keeps its own budget.
     const other = await get(port, `${origin.url}/ok`, { 'proxy-authorization': basic('alice', 'alice-password') }, '127.0.0.10');
     assert.equal(other.status, 200);
+  });
+});
+
+/** Sends one plain-HTTP request on an open tunnel and reads its response head and body (Content-Length framed). */
+function requestInTunnel(socket: net.Socket, host: string, path: string, headers = ''): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: Buffer): void => {
+      text += chunk.toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = Number(/content-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
+      if (text.length < end + 4 + length) return;
+      socket.off('data', onData);
+      resolve({ status: Number(text.slice(9, 12)), text });
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: ${UA}\r\n${headers}\r\n`);
+  });
+}
+
+describe('a reload that turns on proxy authentication', () => {
+  let proxy: Proxy;
+  let origin: TestOrigin;
+  let configPath: string;
+  let config: Record<string, unknown>;
+
+  before(async () => {
+    origin = await startOrigin(siteHandler({ robots: ROBOTS }));
+    config = {
+      listen: { host: '127.0.0.1', port: 0 },
+      admin: { host: '127.0.0.1', port: 0 },
+      stateDir: mkdtempSync(join(tmpdir(), 'robots-proxy-state-')),
+      access: { clients: ['127.0.0.0/8'] },
+      upstream: { allowPrivateNetworks: true },
+      log: { level: 'silent' },
+    };
+    configPath = writeTempFile('config.yaml', JSON.stringify(config));
+    proxy = await startTestProxy(config, { configPath });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('also applies to a tunnel opened anonymously before it: its next request gets 407', async () => {
+    const host = new URL(origin.url).host;
+    const tunnel = await openConnect(proxy.proxyAddress.port, host);
+    assert.equal(tunnel.status, 200);
+    assert.equal((await requestInTunnel(tunnel.socket, host, '/before')).status, 200);
+    const credentialsFile = writeTempFile('users', `alice:${bcrypt.hashSync('alice-password', 4)}\n`);
+    writeFileSync(configPath, JSON.stringify({ ...config, access: { clients: ['127.0.0.0/8'], credentialsFile } }));
+    const reloaded = await fetch(`${proxy.adminUrl}/reload`, { method: 'POST' });
+    assert.equal(reloaded.status, 200, await reloaded.text());
+    const hits = origin.hits.length;
+    const after = await requestInTunnel(tunnel.socket, host, '/after');
+    assert.equal(after.status, 407, after.text.slice(0, 300));
+    assert.equal(origin.hits.length, hits, 'nothing reaches the origin');
+    tunnel.socket.destroy();
   });
 });
