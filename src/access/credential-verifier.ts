@@ -15,11 +15,21 @@ import type { CredentialEntry, Credentials } from './credentials-file.js';
 /** Longest `Proxy-Authorization` value read, characters; a longer one is malformed. */
 export const MAX_AUTHORIZATION_CHARS = 4096;
 
-/**
- * A bcrypt hash (cost 10) of a random password nobody knows: an unknown user is checked against
- * it, so the answer takes as long as for a known user (no user enumeration by timing).
- */
-const UNKNOWN_USER_HASH = '$2b$10$k2edtM8LQBqO7MtzMtmnwOkmM7sYWG1sTmYHh8UwD.At/CSqo9dT2';
+/** bcrypt cost of the decoy hash when the file has no user (the passwd helper's default). */
+const DEFAULT_DECOY_COST = 10;
+
+/** The bcrypt cost most users of `users` have (the lowest on a tie), or the default for an empty file. Pure. */
+function commonCostOf(users: Credentials): number {
+  const counts = new Map<number, number>();
+  for (const { hash } of users.values()) {
+    const cost = Number(hash.slice(4, 6));
+    counts.set(cost, (counts.get(cost) ?? 0) + 1);
+  }
+  let best = DEFAULT_DECOY_COST;
+  let bestCount = 0;
+  for (const [cost, count] of counts) if (count > bestCount || (count === bestCount && cost < best)) [best, bestCount] = [cost, count];
+  return best;
+}
 
 /** Why credentials were not accepted. */
 export type VerificationFailure = 'malformed' | 'wrong-credentials';
@@ -72,16 +82,37 @@ export class CredentialVerifier {
   readonly #key = randomBytes(32);
   readonly #verified: LRUCache<string, { user: string; hash: string }>;
   readonly #pending = new Map<string, Promise<boolean>>();
+  /** Decoy hashes by bcrypt cost, made on first use (see {@link CredentialVerifier.decoyHash}). */
+  readonly #decoys = new Map<number, Promise<string>>();
+  #decoyCost: number;
   #bcryptRuns = 0;
 
   constructor(users: Credentials, options: CredentialVerifierOptions = {}) {
     this.#users = users;
+    this.#decoyCost = commonCostOf(users);
     this.#verified = new LRUCache({ max: options.cacheEntries ?? 10_000 });
   }
 
   /** Swaps in a reloaded credentials file; remembered credentials stay valid only while their user's hash is unchanged. */
   setCredentials(users: Credentials): void {
     this.#users = users;
+    this.#decoyCost = commonCostOf(users);
+  }
+
+  /**
+   * The hash an unknown user's password is checked against: bcrypt of a random password nobody
+   * knows, at the cost most of the file's users have (htpasswd -B writes cost 5, the passwd helper
+   * 10), so a check for an unknown user takes as long as for a known one (no user enumeration
+   * by timing). Made once per cost. Never rejects.
+   */
+  decoyHash(): Promise<string> {
+    const cost = this.#decoyCost;
+    let decoy = this.#decoys.get(cost);
+    if (decoy === undefined) {
+      decoy = bcrypt.hash(randomBytes(24).toString('base64'), cost);
+      this.#decoys.set(cost, decoy);
+    }
+    return decoy;
   }
 
   /** bcrypt comparisons run since start (cache misses), for tests and figures. */
@@ -109,7 +140,7 @@ export class CredentialVerifier {
   /**
    * Checks a `Proxy-Authorization` value. Never rejects.
    * @returns the user's entry, or why not: `malformed` (not Basic, bad base64, no `:`),
-   *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow).
+   *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow: see {@link CredentialVerifier.decoyHash}).
    */
   async verify(header: string): Promise<Verification> {
     const token = basicTokenOf(header);
@@ -124,7 +155,7 @@ export class CredentialVerifier {
     const credentials = decodeBasicToken(token);
     if (credentials === undefined) return { ok: false, failure: 'malformed' };
     const entry = this.#users.get(credentials.user);
-    const hash = entry?.hash ?? UNKNOWN_USER_HASH;
+    const hash = entry?.hash ?? (await this.decoyHash());
     const flightKey = `${key}\n${hash}`;
     let check = this.#pending.get(flightKey);
     if (check === undefined) {

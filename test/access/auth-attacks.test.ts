@@ -41,7 +41,8 @@ describe('admission under attack', () => {
     origin = await startOrigin(siteHandler({ robots: ROBOTS }));
     const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-users-'));
     const credentialsFile = join(dir, 'users');
-    writeFileSync(credentialsFile, `alice:${bcrypt.hashSync('alice-password', 4)}\n`);
+    // Cost 10 (the passwd helper's): each check takes long enough for concurrent guesses to overlap.
+    writeFileSync(credentialsFile, `alice:${bcrypt.hashSync('alice-password', 10)}\n`);
     proxy = await startTestProxy({ access: { clients: ['127.0.0.0/8'], credentialsFile, maxAuthFailures: 3, authFailureWindow: '1m' } });
   });
 
@@ -52,7 +53,7 @@ describe('admission under attack', () => {
 
   it('counts credential checks in flight against the failure budget: concurrent guesses from one address get at most maxAuthFailures checks', async () => {
     const port = proxy.proxyAddress.port;
-    // 30 guesses at once (an unknown user: checked against a cost-10 hash, so they overlap), before any of them has failed: each would run bcrypt if only finished failures counted.
+    // 30 guesses at once (an unknown user: checked against a decoy of the file's cost), before any of them has failed: each would run bcrypt if only finished failures counted.
     const guesses = await Promise.all(
       Array.from({ length: 30 }, (_, i) => get(port, `${origin.url}/g${i}`, { 'proxy-authorization': basic('mallory', `guess-${i}`) }, '127.0.0.9')),
     );

@@ -46,3 +46,13 @@ test('a reloaded file that changes or removes the user invalidates what was reme
   assert.equal((await verifier.verify(basic('alice', 'new'))).ok, false);
   assert.equal(verifier.isCurrent({ user: 'alice', hash: newHash }), false);
 });
+
+test('an unknown user is checked against a decoy hash of the bcrypt cost the file uses (htpasswd -B writes cost 5), so timing does not tell users apart', async () => {
+  const verifier = new CredentialVerifier(file([`alice:${bcrypt.hashSync('s3cret', 5)}`, `bob:${bcrypt.hashSync('other', 5)}`, `carol:${bcrypt.hashSync('x', 4)}`]));
+  const decoy = await verifier.decoyHash();
+  assert.equal(bcrypt.getRounds(decoy), 5, 'the cost most of the file uses');
+  assert.equal(await bcrypt.compare('', decoy), false);
+  assert.deepEqual(await verifier.verify(basic('mallory', 's3cret')), { ok: false, failure: 'wrong-credentials', user: 'mallory' });
+  verifier.setCredentials(file([`alice:${bcrypt.hashSync('s3cret', 6)}`]));
+  assert.equal(bcrypt.getRounds(await verifier.decoyHash()), 6, 'a reloaded file with another cost gets a decoy of that cost');
+});
