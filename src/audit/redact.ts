@@ -19,6 +19,18 @@ export const SECRET_HEADER_NAMES: ReadonlySet<string> = new Set(['authorization'
 /** What a secret value is replaced with. */
 export const REDACTED_VALUE = '[Redacted]';
 
+/** User information (`user:password@`) after `//` or at the start of a request target. */
+const USER_INFO = /(^|\/\/)[^/?#@\s"]*@/;
+
+/**
+ * `target` (a request target as sent: `http://user:password@host/`, a CONNECT authority
+ * `user:password@host:443`) with its user information replaced by {@link REDACTED_VALUE}, so the
+ * password never reaches a log line or a message. Pure; never throws.
+ */
+export function redactUserInfo(target: string): string {
+  return target.includes('@') ? target.replace(USER_INFO, `$1${REDACTED_VALUE}@`) : target;
+}
+
 /** Nesting levels searched below the top-level object; deeper values are logged as they are. */
 export const REDACT_MAX_DEPTH = 6;
 

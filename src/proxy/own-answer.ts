@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AccessEntry } from '../audit/access-entry.js';
+import { redactUserInfo } from '../audit/redact.js';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
 import type { Duplex } from 'node:stream';
@@ -39,7 +40,7 @@ export function ownAnswerEntry(req: IncomingMessage, decision: Decision, facts: 
     client: { address: req.socket?.remoteAddress ?? '', port: req.socket?.remotePort ?? 0 },
     request: {
       method: req.method ?? '',
-      url: (facts.url ?? req.url ?? '').slice(0, 2048),
+      url: redactUserInfo((facts.url ?? req.url ?? '').slice(0, 2048)),
       userAgent: req.headers['user-agent'] ?? null,
       via: facts.via,
       clientRequestId: clientRequestIdOf(req),

@@ -2,6 +2,7 @@
  * The request target of a proxy request (RFC 9112 §3.2.2, absolute-form).
  * Pure; never throws.
  */
+import { redactUserInfo } from '../audit/redact.js';
 
 /**
  * Parses the request target of a proxy request: an absolute-form `http://` or
@@ -12,13 +13,13 @@
 export function parseProxyTarget(rawTarget: string | undefined): URL | string {
   if (rawTarget === undefined || rawTarget.length === 0) return 'the request has no target';
   if (rawTarget.startsWith('/')) {
-    return `this is a forward proxy: send absolute-form requests (GET http://host/path) through it, not "${rawTarget.slice(0, 100)}"`;
+    return `this is a forward proxy: send absolute-form requests (GET http://host/path) through it, not "${redactUserInfo(rawTarget.slice(0, 100))}"`;
   }
   let url: URL;
   try {
     url = new URL(rawTarget);
   } catch {
-    return `the target "${rawTarget.slice(0, 200)}" is not an absolute URL`;
+    return `the target "${redactUserInfo(rawTarget.slice(0, 200))}" is not an absolute URL`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme "${url.protocol}" is not proxied (only http and https)`;
   if (url.hostname.length === 0) return 'the target has no host';

@@ -4,6 +4,7 @@
  * requests and Upgrades alike, over TLS or plain HTTP) must be for that origin
  * and nothing else. Pure: no I/O; never throws.
  */
+import { redactUserInfo } from '../audit/redact.js';
 import { parseProxyTarget } from './proxy-target.js';
 
 /** The target of a CONNECT request (RFC 9112 §3.2.3), normalised. */
@@ -35,7 +36,7 @@ function authorityOf(url: URL, defaultPort: number): string {
  */
 export function parseConnectTarget(raw: string | undefined): TunnelTarget | string {
   if (!raw || raw.includes('/') || raw.includes('@') || raw.includes('?') || raw.includes('#')) {
-    return `CONNECT needs host:port, got "${(raw ?? '').slice(0, 100)}"`;
+    return `CONNECT needs host:port, got "${redactUserInfo((raw ?? '').slice(0, 100))}"`;
   }
   let url: URL;
   try {

@@ -9,9 +9,10 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import type net from 'node:net';
-import { startOrigin, startTestProxy, siteHandler, type TestOrigin } from '../helpers/harness.js';
+import net from 'node:net';
+import { captureLogs, startOrigin, startTestProxy, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { openConnect, writeTempFile } from '../helpers/https-support.js';
+import { redactUserInfo } from '../../src/audit/redact.js';
 
 const UA = 'ExampleBot/1.0';
 const ROBOTS = 'User-agent: *\nAllow: /\n';
@@ -126,4 +127,63 @@ describe('a reload that turns on proxy authentication', () => {
     assert.equal(origin.hits.length, hits, 'nothing reaches the origin');
     tunnel.socket.destroy();
   });
+});
+
+/** Writes `text` on a new connection to the proxy and reads until the proxy closes it (or 5 s pass). */
+function rawExchange(proxyPort: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port: proxyPort });
+    let answer = '';
+    const timer = setTimeout(() => socket.destroy(), 5_000);
+    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(answer);
+    });
+    socket.once('error', reject);
+    socket.end(text);
+  });
+}
+
+describe('user information in a request target', () => {
+  let proxy: Proxy;
+  let origin: TestOrigin;
+  let logs: LogCapture;
+
+  before(async () => {
+    origin = await startOrigin(siteHandler({ robots: ROBOTS }));
+    const credentialsFile = writeTempFile('users', `alice:${bcrypt.hashSync('alice-password', 4)}\n`);
+    logs = captureLogs();
+    proxy = await startTestProxy({ access: { clients: ['127.0.0.0/8'], credentialsFile }, log: { level: 'info' } }, { logger: logs.logger });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('never reaches the access line: the password of http://user:password@host/ is redacted, as for CONNECT user:password@host:port', async () => {
+    const host = new URL(origin.url).host;
+    const port = proxy.proxyAddress.port;
+    const alice = `Proxy-Authorization: ${basic('alice', 'alice-password')}\r\n`;
+    const answers = [
+      await rawExchange(port, `GET http://bob:topsecret-1@${host}/a HTTP/1.1\r\nHost: ${host}\r\n${alice}Connection: close\r\n\r\n`),
+      await rawExchange(port, `GET http://bob:topsecret-2@${host}/a HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+      await rawExchange(port, `CONNECT bob:topsecret-3@${host} HTTP/1.1\r\nHost: ${host}\r\n${alice}\r\n`),
+      await rawExchange(port, `CONNECT bob:topsecret-4@${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`),
+    ];
+    for (const answer of answers) assert.match(answer.slice(9, 12), /^40[07]$/, answer.slice(0, 200));
+    for (const answer of answers) assert.doesNotMatch(answer, /topsecret/);
+    for (const line of logs.lines) assert.doesNotMatch(JSON.stringify(line), /topsecret/);
+    const redacted = logs.lines.filter((l) => typeof l['url'] === 'string' && l['url'].includes('[Redacted]@'));
+    assert.equal(redacted.length, 4, 'each refusal is an access line, its target with the user information redacted');
+    assert.equal(origin.hits.length, 0);
+  });
+});
+
+it('redactUserInfo: only the user information of a target, never an "@" in its path or query', () => {
+  assert.equal(redactUserInfo('http://bob:pw@host.example/a'), 'http://[Redacted]@host.example/a');
+  assert.equal(redactUserInfo('bob:pw@host.example:443'), '[Redacted]@host.example:443');
+  assert.equal(redactUserInfo('http://host.example/a@b?c=d@e'), 'http://host.example/a@b?c=d@e');
+  assert.equal(redactUserInfo('/users/@me'), '/users/@me');
 });
