@@ -42,8 +42,9 @@ describe('admission under attack', () => {
     origin = await startOrigin(siteHandler({ robots: ROBOTS }));
     const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-users-'));
     const credentialsFile = join(dir, 'users');
-    // Cost 10 (the passwd helper's): each check takes long enough for concurrent guesses to overlap.
-    writeFileSync(credentialsFile, `alice:${bcrypt.hashSync('alice-password', 10)}\n`);
+    // Cost 12: bcryptjs computes in slices of at most 100 ms, and a check at cost 12 takes several,
+    // so the proxy reads the other guesses between them (at cost 10 a check ends within one slice).
+    writeFileSync(credentialsFile, `alice:${bcrypt.hashSync('alice-password', 12)}\n`);
     proxy = await startTestProxy({ access: { clients: ['127.0.0.0/8'], credentialsFile, maxAuthFailures: 3, authFailureWindow: '1m' } });
   });
 
@@ -54,10 +55,24 @@ describe('admission under attack', () => {
 
   it('counts credential checks in flight against the failure budget: concurrent guesses from one address get at most maxAuthFailures checks', async () => {
     const port = proxy.proxyAddress.port;
-    // 30 guesses at once (an unknown user: checked against a decoy of the file's cost), before any of them has failed: each would run bcrypt if only finished failures counted.
-    const guesses = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => get(port, `${origin.url}/g${i}`, { 'proxy-authorization': basic('mallory', `guess-${i}`) }, '127.0.0.9')),
+    // 30 guesses at once, before any of them has failed: 30 connections opened first, then every
+    // request written in one go, so the proxy reads them all before the first check ends.
+    const host = new URL(origin.url).host;
+    const sockets = await Promise.all(
+      Array.from({ length: 30 }, () => new Promise<net.Socket>((resolve, reject) => {
+        const socket = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.9' }, () => resolve(socket));
+        socket.once('error', reject);
+      })),
     );
+    const answers = sockets.map((socket) => new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      socket.once('close', () => resolve(text));
+    }));
+    sockets.forEach((socket, i) =>
+      socket.write(`GET ${origin.url}/g${i} HTTP/1.1\r\nHost: ${host}\r\nProxy-Authorization: ${basic('mallory', `guess-${i}`)}\r\nConnection: close\r\n\r\n`),
+    );
+    const guesses = (await Promise.all(answers)).map((text) => ({ status: Number(text.slice(9, 12)) }));
     const statuses = guesses.map((g) => g.status);
     const checked = statuses.filter((s) => s === 407).length;
     assert.ok(checked <= 3, `at most 3 guesses checked, got ${checked} (${statuses.join(' ')})`);
