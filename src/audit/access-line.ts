@@ -43,8 +43,8 @@ const RECORD_KEYS = [
   F.error, F.decision, F.truncated,
 ] as const;
 const DECISION_KEYS = [
-  'verdict', 'reason', 'origin', 'path', 'productToken', 'agentTokens', 'group', 'rule', 'crawlDelaySeconds', 'snapshot', 'identity', 'detail',
-  'proxyAuthenticate', 'retryAfterSeconds', 'pacing', 'upstream',
+  'verdict', 'reason', 'origin', 'path', 'productToken', 'agentTokens', 'group', 'rule', 'crawlDelaySeconds', 'snapshot', 'identity', 'policy',
+  'wouldDeny', 'detail', 'proxyAuthenticate', 'retryAfterSeconds', 'pacing', 'upstream',
 ] as const;
 const IDENTITY_KEYS = ['name', 'source', 'boundTokens', 'claimedTokens', 'isMismatch'] as const;
 const SNAPSHOT_KEYS = ['url', 'state', 'status', 'error', 'fetchedAtMs', 'expiresAtMs', 'bytes', 'truncated', 'fetchedAt', 'expiresAt'] as const;
@@ -121,6 +121,9 @@ function decision(d: LoggedDecision): string {
     `{"verdict":${str(d.verdict)},"reason":${str(d.reason)},"origin":${str(d.origin)},"path":${str(d.path)},` +
     `"productToken":${strOrNull(d.productToken)},"agentTokens":${strings(d.agentTokens)},"group":${strOrNull(d.group)},` +
     `"rule":${rule(d.rule)},"crawlDelaySeconds":${numOrNull(d.crawlDelaySeconds)},"snapshot":${snapshot(d.snapshot)},"identity":${identity(d.identity)}`;
+  // The operator policy rule (a name and a closed-set action) and the would-deny reason (closed set).
+  if (d.policy !== undefined) out += `,"policy":{"rule":${str(d.policy.rule)},"action":${str(d.policy.action)}}`;
+  if (d.wouldDeny !== undefined) out += `,"wouldDeny":${str(d.wouldDeny)}`;
   if (d.detail !== undefined) out += `,"detail":${str(d.detail)}`;
   if (d.proxyAuthenticate !== undefined) out += `,"proxyAuthenticate":${str(d.proxyAuthenticate)}`;
   if (d.retryAfterSeconds !== undefined) out += `,"retryAfterSeconds":${num(d.retryAfterSeconds)}`;

@@ -21,6 +21,8 @@ export const METRIC_PREFIX = 'robots_proxy_';
 export const METRIC_NAME = {
   /** Counter {verdict, reason}: finished requests (and CONNECTs). */
   requests: `${METRIC_PREFIX}requests_total`,
+  /** Counter {reason}: requests forwarded although they would have been refused (`report-only`), by the reason they would have had. */
+  wouldDeny: `${METRIC_PREFIX}would_deny_total`,
   /** Histogram {verdict}: arrival to last byte sent, seconds. */
   requestDuration: `${METRIC_PREFIX}request_duration_seconds`,
   /** Histogram: time queued for a start slot, seconds (queued requests only). */
@@ -122,7 +124,9 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'robots-txt-itself': ['allow'],
   'robots-unavailable': ['allow'],
   'robots-unreachable': ['deny'],
-  'operator-policy': ['allow', 'deny'],
+  'operator-policy': ['deny'],
+  'operator-allow': ['allow'],
+  'report-only': ['allow'],
   'target-private-network': ['deny'],
   'client-not-allowed': ['deny'],
   'proxy-auth-required': ['deny'],
@@ -138,6 +142,9 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'proxy-shutting-down': ['deny'],
   'fleet-unavailable': ['deny'],
 };
+
+/** The reasons a `report-only` request may have been spared, pre-registered at 0 in `would_deny_total`. */
+export const WOULD_DENY_REASONS: readonly DecisionReason[] = ['rule-disallow', 'robots-unreachable', 'operator-policy'];
 
 /** Seconds; from a fast cached allow to a long queue wait plus a slow upstream. */
 const DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -209,6 +216,7 @@ export class ProxyMetrics {
   readonly #requestCounts = new Map<DecisionReason, [number, number]>();
   /** Upstream answers by index in {@link UPSTREAM_STATUS_CLASSES} (upstream_responses_total, read at each scrape). */
   readonly #upstreamCounts = new Float64Array(UPSTREAM_STATUS_CLASSES.length);
+  readonly #wouldDeny: Counter<'reason'>;
   readonly #duration: Histogram<'verdict'>;
   readonly #queueWait: Histogram<string>;
   readonly #robotsFetches: Counter<'state'>;
@@ -246,6 +254,13 @@ export class ProxyMetrics {
         }
       },
     });
+    this.#wouldDeny = new Counter({
+      name: METRIC_NAME.wouldDeny,
+      help: 'Requests forwarded although they would have been refused (enforcement: report, or a report rule), by the reason they would have had.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of WOULD_DENY_REASONS) this.#wouldDeny.inc({ reason }, 0);
     this.#duration = new Histogram({
       name: METRIC_NAME.requestDuration,
       help: 'Request duration from arrival to last byte sent, in seconds, by verdict.',
@@ -353,6 +368,7 @@ export class ProxyMetrics {
     const counts = this.#requestCounts.get(reason);
     if (counts !== undefined) counts[verdict === 'allow' ? 0 : 1]++;
     else this.#requestCounts.set(reason, verdict === 'allow' ? [1, 0] : [0, 1]);
+    if (entry.decision.wouldDeny !== undefined) this.#wouldDeny.inc({ reason: entry.decision.wouldDeny });
     this.#duration.observe({ verdict }, Math.max(0, entry.timings.durationMs) / 1000);
     if (entry.timings.queueWaitMs !== null) this.#queueWait.observe(Math.max(0, entry.timings.queueWaitMs) / 1000);
     const upstreamStatus = entry.response.upstreamStatus;

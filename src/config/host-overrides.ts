@@ -1,64 +1,19 @@
 /**
- * Per-origin overrides from the `hosts` section of the configuration.
- * Extension, not in RFC 9309. Pure; never reads the clock.
+ * The deprecated `hosts` section, kept working as operator policy rules: each
+ * entry becomes a `pace` rule placed after `policy.rules`, most precise first,
+ * so that the first match is the entry the old lookup chose. Also the host glob
+ * matching shared with the policy rules. Extension, not in RFC 9309. Pure.
  */
-import type { Config } from './types.js';
-
-/** The pacing limits in force for one origin. */
-export interface OriginLimits {
-  /** Minimum delay between requests to the origin, ms; a smaller Crawl-delay is raised to it. */
-  readonly minDelayMs: number;
-  /** Requests in flight to the origin when no delay is in force. */
-  readonly maxConcurrency: number;
-}
-
-/**
- * Finds the `hosts` entry for `origin`, most precise first: the entry for the
- * full origin (`https://example.com:8443`), then the entry for its bare
- * hostname (`example.com`, every scheme and port), then the most specific host
- * glob (`*.a.example.com` before `*.example.com`; a glob never matches its own
- * apex). Fields the entry does not set come from `pacing`
- * (`pacing.minDelayMs`, `pacing.maxConcurrency`): an entry replaces the global
- * values, it may lower them as well as raise them. Extension, not in RFC 9309.
- * @param origin `scheme://host[:port]` (RFC 9309 §2.3 origin); it is
- *   normalised with `URL` first, so upper case or an explicit default port
- *   still match.
- * @returns the limits, or `undefined` when no entry matches (or `origin` is
- *   not a URL). Never throws.
- */
-export function resolveHostOverride(config: Config, origin: string): OriginLimits | undefined {
-  const { hosts, pacing } = config;
-  let entry = Object.hasOwn(hosts, origin) ? hosts[origin] : undefined;
-  // Read per request: without any entry (the default) the origin is not parsed again.
-  if (entry === undefined && hasEntries(hosts)) {
-    let url: URL;
-    try {
-      url = new URL(origin);
-    } catch {
-      return undefined;
-    }
-    const key = [url.origin, url.hostname, ...globsFor(url.hostname)].find((k) => Object.hasOwn(hosts, k));
-    entry = key === undefined ? undefined : hosts[key];
-  }
-  if (entry === undefined) return undefined;
-  return {
-    minDelayMs: entry.minDelayMs ?? pacing.minDelayMs,
-    maxConcurrency: entry.maxConcurrency ?? pacing.maxConcurrency,
-  };
-}
-
-/** True when `hosts` has at least one entry (no array allocated, unlike `Object.keys`). */
-function hasEntries(hosts: object): boolean {
-  for (const key in hosts) if (Object.hasOwn(hosts, key)) return true;
-  return false;
-}
+import type { HostOverride, PolicyRuleConfig } from './types.js';
+import { formatDuration } from './units.js';
 
 /**
  * The host globs that cover `hostname`, most specific first:
  * `a.b.example.com` -> `*.b.example.com`, `*.example.com`, `*.com`. None for
- * an IP address (`[::1]`, `192.0.2.1`): globs name domains.
+ * an IP address (`[::1]`, `192.0.2.1`): globs name domains. A glob never
+ * covers its own apex (`*.example.com` does not cover `example.com`). Pure.
  */
-function globsFor(hostname: string): string[] {
+export function hostGlobsFor(hostname: string): string[] {
   if (hostname.startsWith('[') || /^[\d.]+$/.test(hostname)) return [];
   const labels = hostname.split('.');
   const globs: string[] = [];
@@ -66,15 +21,46 @@ function globsFor(hostname: string): string[] {
   return globs;
 }
 
+/** 0 for an origin, 1 for a bare hostname, 2 + (labels dropped) for a glob: the old lookup's precedence. */
+function precisionRank(key: string): number {
+  if (key.includes('://')) return 0;
+  if (!key.startsWith('*.')) return 1;
+  return 1_000 - key.split('.').length;
+}
+
 /**
- * The limits for `origin`: its `hosts` entry (see {@link resolveHostOverride})
- * or else the global `pacing.minDelayMs` and `pacing.maxConcurrency`. Never throws.
+ * The `hosts` entries (keys already normalised by the schema) as `pace` policy
+ * rules named `hosts:<key>`, ordered as the old lookup's precedence: full
+ * origins, then bare hostnames, then globs, the one with the most labels
+ * first. With first-match-wins they resolve exactly as `hosts` did: an unset
+ * field falls back to `pacing`. Pure; never throws.
  */
-export function resolveOriginLimits(config: Config, origin: string): OriginLimits {
-  return (
-    resolveHostOverride(config, origin) ?? {
-      minDelayMs: config.pacing.minDelayMs,
-      maxConcurrency: config.pacing.maxConcurrency,
-    }
-  );
+export function hostOverrideRules(hosts: Readonly<Record<string, HostOverride>>): PolicyRuleConfig[] {
+  return Object.keys(hosts)
+    .sort((a, b) => precisionRank(a) - precisionRank(b))
+    .map((key) => {
+      const entry = hosts[key] as HostOverride;
+      return {
+        name: `hosts:${key}`,
+        action: 'pace' as const,
+        origins: [key],
+        ...(entry.minDelayMs !== undefined ? { minDelayMs: entry.minDelayMs } : {}),
+        ...(entry.maxConcurrency !== undefined ? { maxConcurrency: entry.maxConcurrency } : {}),
+      };
+    });
+}
+
+/**
+ * The YAML that replaces a `hosts` section (for the deprecation warning): the
+ * `policy.rules` entries {@link hostOverrideRules} compiles it to, to be
+ * appended after any existing rules. Pure; never throws.
+ */
+export function hostOverridesAsYaml(hosts: Readonly<Record<string, HostOverride>>): string {
+  const lines = hostOverrideRules(hosts).map((rule) => {
+    const fields = [`name: ${JSON.stringify(rule.name)}`, `origin: ${JSON.stringify(rule.origins?.[0])}`, 'action: pace'];
+    if (rule.minDelayMs !== undefined) fields.push(`minDelay: ${formatDuration(rule.minDelayMs)}`);
+    if (rule.maxConcurrency !== undefined) fields.push(`maxConcurrency: ${rule.maxConcurrency}`);
+    return `    - { ${fields.join(', ')} }`;
+  });
+  return ['policy:', '  rules:', ...lines].join('\n');
 }

@@ -1,6 +1,6 @@
 /** Configuration: YAML loading, schema, defaults, durations and sizes. */
 export { defaultConfig, loadConfig, parseConfig, validateConfig } from './load.js';
-export { resolveHostOverride, resolveOriginLimits, type OriginLimits } from './host-overrides.js';
+export { hostGlobsFor, hostOverrideRules, hostOverridesAsYaml } from './host-overrides.js';
 export { listenConfigError, placeConfigError, readCaFile, stateDirConfigError } from './runtime-errors.js';
 export { formatDuration, formatSize, parseDuration, parseSize } from './units.js';
 export type * from './types.js';

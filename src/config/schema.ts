@@ -20,12 +20,16 @@ import type {
   LedgerConfig,
   MetricsConfig,
   PacingConfig,
+  PolicyConfig,
+  PolicyRate,
+  PolicyRuleConfig,
   RobotsConfig,
   ShutdownConfig,
   StateConfig,
   UpstreamConfig,
 } from './types.js';
 import { formatDuration, formatSize, parseDuration, parseSize, type UnitParse } from './units.js';
+import { normalisePattern } from '../robots/encoding.js';
 
 export type * from './types.js';
 
@@ -189,6 +193,7 @@ const robotsShape = {
 
 const pacingShape = {
   model: z.enum(['start-to-start', 'end-to-start', 'window']).default('start-to-start'),
+  enabled: z.boolean().default(true),
   maxConcurrency: int(1, 1024).default(4),
   minDelay: duration(0).prefault('0'),
   maxWait: duration(0).prefault('30s'),
@@ -294,6 +299,7 @@ const pacingSchema = section(pacingShape).transform((p, ctx): PacingConfig => {
   }
   return {
     model: p.model,
+    enabled: p.enabled,
     maxConcurrency: p.maxConcurrency,
     minDelayMs: p.minDelay,
     maxWaitMs: p.maxWait,
@@ -369,6 +375,86 @@ const hostsSchema = z
     // Object.fromEntries defines own properties, so a key such as "__proto__" stays data.
     return Object.fromEntries(normalised) as Readonly<Record<string, HostOverride>>;
   });
+
+/** A match field: one string or a non-empty list of them. */
+function oneOrMany(item: z.ZodType<string>) {
+  return z.union([item, z.array(item).min(1, { message: 'must list at least one value' })]).transform((v) => (Array.isArray(v) ? v : [v]));
+}
+
+/** Visible ASCII without spaces, quotes, `;`, `,` or `=`: it goes into the decision header as written. */
+const RULE_NAME = /^[A-Za-z0-9._:/*@\[\]-]{1,300}$/;
+const RATE = /^\s*(\d{1,7})\s*\/\s*(s|m|h)\s*$/;
+const RATE_PERIOD_MS = { s: SECOND_MS, m: MINUTE_MS, h: HOUR_MS } as const;
+
+/** `30/m` -> 30 requests per 60 000 ms; units `s`, `m`, `h`. */
+const rateField = () =>
+  z.unknown().transform((value, ctx): PolicyRate => {
+    const m = typeof value === 'string' ? RATE.exec(value) : null;
+    const requests = m ? Number(m[1]) : 0;
+    if (!m || requests < 1) {
+      ctx.issues.push({ code: 'custom', message: `must be "<requests>/<s|m|h>" with at least 1 request, e.g. "30/m", got ${JSON.stringify(value)}`, input: value });
+      return z.NEVER;
+    }
+    return { requests, periodMs: RATE_PERIOD_MS[m[2] as keyof typeof RATE_PERIOD_MS] };
+  });
+
+const policyRuleShape = {
+  name: z.string().regex(RULE_NAME, { message: 'must be 1-300 letters, digits and "._:/*@[]-" (no spaces: it is shown in the X-Robots-Proxy-Decision header)' }),
+  action: z.enum(['deny', 'allow', 'report', 'pace']).optional(),
+  identity: oneOrMany(z.string().min(1)).optional(),
+  token: oneOrMany(z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'must be a product token: letters, digits, "-" and "_" (RFC 9309 §2.2.1), whole name' })).optional(),
+  origin: oneOrMany(z.string()).optional(),
+  path: oneOrMany(z.string().regex(/^[/*]/, { message: 'must be a path pattern starting with "/" or "*", as in robots.txt (e.g. "/admin", "/*.pdf$")' })).optional(),
+  method: oneOrMany(z.string().regex(/^[A-Za-z]{1,20}$/, { message: 'must be an HTTP method, e.g. GET' })).optional(),
+  minDelay: duration(0).optional(),
+  maxConcurrency: int(1, 1024).optional(),
+  rate: rateField().optional(),
+};
+
+/** A path pattern as written (UTF-8) -> the octet string the robots.txt matcher compares (RFC 9309 §2.2.2). */
+function normaliseRulePath(path: string): string {
+  return normalisePattern(Buffer.from(path, 'utf8').toString('latin1'));
+}
+
+const policyRuleSchema = z.strictObject(policyRuleShape).transform((r, ctx): PolicyRuleConfig => {
+  const hasPacing = r.minDelay !== undefined || r.maxConcurrency !== undefined || r.rate !== undefined;
+  const action = r.action ?? (hasPacing ? 'pace' : undefined);
+  if (action === undefined) fail(ctx.issues, ['action'], 'is required: deny, allow, report, or pace (with minDelay, maxConcurrency or rate)', r.action);
+  if (action === 'deny' && hasPacing) fail(ctx.issues, ['action'], 'deny sends nothing upstream: remove minDelay, maxConcurrency and rate, or use another action', r.action);
+  if (action === 'pace' && !hasPacing) fail(ctx.issues, ['action'], 'pace needs minDelay, maxConcurrency or rate', r.action);
+  const origins: string[] = [];
+  for (const [i, key] of (r.origin ?? []).entries()) {
+    const result = normaliseHostKey(key);
+    if (result.ok) origins.push(result.value);
+    else fail(ctx.issues, ['origin', ...(r.origin!.length > 1 ? [String(i)] : [])], result.reason, key);
+  }
+  return {
+    name: r.name,
+    action: action ?? 'pace',
+    ...(r.identity !== undefined ? { identities: r.identity } : {}),
+    ...(r.token !== undefined ? { tokens: r.token.map((t) => t.toLowerCase()) } : {}),
+    ...(r.origin !== undefined ? { origins } : {}),
+    ...(r.path !== undefined ? { paths: r.path.map(normaliseRulePath) } : {}),
+    ...(r.method !== undefined ? { methods: r.method.map((m) => m.toUpperCase()) } : {}),
+    ...(r.minDelay !== undefined ? { minDelayMs: r.minDelay } : {}),
+    ...(r.maxConcurrency !== undefined ? { maxConcurrency: r.maxConcurrency } : {}),
+    ...(r.rate !== undefined ? { rate: r.rate } : {}),
+  };
+});
+
+/** Most rules in `policy.rules`: matching is a linear scan, so a bound keeps it cheap. */
+const MAX_POLICY_RULES = 1_000;
+
+const policyShape = { rules: z.preprocess((v) => v ?? [], z.array(policyRuleSchema).max(MAX_POLICY_RULES)) };
+
+const policySchema = section(policyShape).transform((p, ctx): PolicyConfig => {
+  const seen = new Set<string>();
+  p.rules.forEach((rule, i) => {
+    if (seen.has(rule.name)) fail(ctx.issues, ['rules', String(i), 'name'], `"${rule.name}" names an earlier rule too: rule names must be unique`, rule.name);
+    seen.add(rule.name);
+  });
+  return { rules: p.rules };
+});
 
 const shutdownSchema = section(shutdownShape).transform((s): ShutdownConfig => ({ drainTimeoutMs: s.drainTimeout }));
 
@@ -466,6 +552,8 @@ const rootShape = {
   pacing: pacingSchema,
   upstream: upstreamSchema,
   hosts: hostsSchema,
+  policy: policySchema,
+  enforcement: z.enum(['enforce', 'report']).default('enforce'),
   https: httpsSchema,
   stateDir: filePath().default('./state'),
   log: section(logShape),
@@ -526,6 +614,8 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   pacing: Object.keys(pacingShape),
   upstream: Object.keys(upstreamShape),
   'hosts.*': Object.keys(hostOverrideShape),
+  policy: Object.keys(policyShape),
+  'policy.rules.*': Object.keys(policyRuleShape),
   https: Object.keys(httpsShape),
   log: Object.keys(logShape),
   shutdown: Object.keys(shutdownShape),
@@ -544,7 +634,12 @@ const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
  * @returns the allowed keys, or an empty list where the path names no mapping.
  */
 export function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
-  const key = (path[0] === 'hosts' || path[0] === 'identities') && path.length === 2 ? `${String(path[0])}.*` : path.join('.');
+  const key =
+    (path[0] === 'hosts' || path[0] === 'identities') && path.length === 2
+      ? `${String(path[0])}.*`
+      : path[0] === 'policy' && path[1] === 'rules' && path.length === 3
+        ? 'policy.rules.*'
+        : path.join('.');
   return KNOWN_KEYS[key] ?? [];
 }
 

@@ -177,6 +177,12 @@ export interface PacingConfig {
   readonly maxConcurrency: number;
   /** Delay between requests to every origin, ms, even without Crawl-delay; a host override replaces it. @default 0 */
   readonly minDelayMs: number;
+  /**
+   * False: no delay between request starts (neither Crawl-delay nor a minimum delay nor a rate
+   * cap); `maxConcurrency` still bounds requests in flight per origin. For a report-mode
+   * roll-out that must not slow anyone down. @default true
+   */
+  readonly enabled: boolean;
   /** Longest expected queue wait, ms; a request that would wait longer gets 429 + Retry-After. @default 30_000 */
   readonly maxWaitMs: number;
   /** Requests waiting per origin; one more gets 429. 0: never queue. @default 1000 */
@@ -212,6 +218,50 @@ export interface PacingConfig {
    * transfer goes on, bounded by the `clients` and `upstream` timeouts. @default 30_000
    */
   readonly maxSlotHoldMs: number;
+}
+
+/** What a policy rule does with the requests it matches (extension, not in RFC 9309). */
+export type PolicyAction = 'deny' | 'allow' | 'report' | 'pace';
+
+/** A request-rate cap: at most `requests` starts per `periodMs` (`rate: 30/m`). */
+export interface PolicyRate {
+  /** Requests per period, an integer >= 1. */
+  readonly requests: number;
+  /** The period, ms: 1_000 (`/s`), 60_000 (`/m`) or 3_600_000 (`/h`). */
+  readonly periodMs: number;
+}
+
+/**
+ * One operator policy rule (`policy.rules[i]`), validated and normalised. Every match field
+ * that is set must match (a field lists alternatives, any of which may match); a rule with no
+ * match field matches every request. Extension, not in RFC 9309.
+ */
+export interface PolicyRuleConfig {
+  /** Unique name (`[A-Za-z0-9._:/*@[\]-]`, 1-300 chars): shown in the 403 body, the header, the log line and the ledger. */
+  readonly name: string;
+  readonly action: PolicyAction;
+  /** Identity names, exact. */
+  readonly identities?: readonly string[];
+  /** Product tokens, lower-cased: one of the request's candidate (or bound) tokens must equal one, whole name (RFC 9309 §2.2.1 comparison). */
+  readonly tokens?: readonly string[];
+  /** Origins (`https://example.com`), bare hostnames (`example.com`: every scheme and port) or host globs (`*.example.com`), normalised as `hosts` keys. */
+  readonly origins?: readonly string[];
+  /** Path patterns as in robots.txt rules (prefix, `*`, final `$`), percent-encoding normalised (RFC 9309 §2.2.2, §2.2.3). */
+  readonly paths?: readonly string[];
+  /** HTTP methods, upper case (`CONNECT` for a tunnel-mode CONNECT). */
+  readonly methods?: readonly string[];
+  /** Minimum delay between request starts to the origin, ms; replaces `pacing.minDelay`, never lowers the site's Crawl-delay. */
+  readonly minDelayMs?: number;
+  /** Requests in flight to the origin when no delay is in force; replaces `pacing.maxConcurrency`. */
+  readonly maxConcurrency?: number;
+  /** Request-rate cap: enforced as a minimum delay of `periodMs / requests` between starts. */
+  readonly rate?: PolicyRate;
+}
+
+/** The operator's policy on top of robots.txt (extension, not in RFC 9309). */
+export interface PolicyConfig {
+  /** Ordered; the first rule that matches a request decides. @default [] */
+  readonly rules: readonly PolicyRuleConfig[];
 }
 
 /** Forwarding to the target origin. */
@@ -360,6 +410,16 @@ export interface Config {
    * Precedence: exact origin, then exact host, then the most specific glob.
    */
   readonly hosts: Readonly<Record<string, HostOverride>>;
+  /**
+   * The operator's policy rules. Deprecated `hosts` entries are not copied here; they are
+   * compiled as `pace` rules after these (`hostOverrideRules`).
+   */
+  readonly policy: PolicyConfig;
+  /**
+   * `enforce`: refusals are answered (403, 503); `report`: nothing is refused by robots.txt or
+   * policy, the request is forwarded with `wouldDeny` in its Decision. @default 'enforce'
+   */
+  readonly enforcement: 'enforce' | 'report';
   readonly https: HttpsConfig;
   /** Directory for generated state (the CA); relative to the working directory. @default './state' */
   readonly stateDir: string;

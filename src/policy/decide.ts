@@ -4,7 +4,8 @@
  */
 import { evaluate } from '../robots/match.js';
 import { normalisePath, originResolvedPath } from '../robots/encoding.js';
-import type { Decision, DecisionIdentity, DecisionReason } from './decision.js';
+import type { Decision, DecisionIdentity, DecisionReason, PolicyFacts } from './decision.js';
+import type { PolicyMatch } from './operator-policy.js';
 import type { RobotsSnapshot } from './snapshot.js';
 
 /** What {@link decide} needs to know about one request. */
@@ -107,4 +108,59 @@ export function decideWithoutRobots(
     ...(fields.detail !== undefined ? { detail: fields.detail } : {}),
     ...(fields.proxyAuthenticate !== undefined ? { proxyAuthenticate: fields.proxyAuthenticate } : {}),
   };
+}
+
+/** The reasons robots.txt gives (RFC 9309 §2.2.2, §2.3.1); an `allow` or `report` rule overrides only these. */
+const ROBOTS_REASONS: ReadonlySet<DecisionReason> = new Set<DecisionReason>([
+  'rule-allow',
+  'rule-disallow',
+  'no-matching-rule',
+  'robots-txt-itself',
+  'robots-unavailable',
+  'robots-unreachable',
+]);
+
+/** The rule facts a Decision carries (name and action; its pacing is read again by the pacer). */
+function policyFactsOf(rule: PolicyMatch): PolicyFacts {
+  return { rule: rule.name, action: rule.action };
+}
+
+/**
+ * The refusal by an operator rule with action `deny`, decided before robots.txt is fetched
+ * (nothing is sent upstream): reason `operator-policy`, the rule named in `policy` and `detail`.
+ * Extension, not in RFC 9309. Pure; never throws.
+ */
+export function decidePolicyDenial(
+  rule: PolicyMatch,
+  fields: { origin: string; path: string; agentTokens: readonly string[]; identity?: DecisionIdentity | null },
+): Decision {
+  return {
+    ...decideWithoutRobots('operator-policy', { ...fields, path: normalisePath(fields.path.length === 0 ? '/' : fields.path), detail: `policy rule "${rule.name}" (action deny)` }),
+    policy: policyFactsOf(rule),
+  };
+}
+
+/**
+ * Puts the operator's policy on top of a robots.txt decision (from {@link decide}):
+ * - no rule: the robots.txt decision, unless `enforcement` is `report`;
+ * - `allow`: allowed, reason `operator-allow`, whatever robots.txt said (its crawl-delay kept, for pacing);
+ * - `deny` (reached here only in report mode): forwarded, reason `report-only`, `wouldDeny: operator-policy`;
+ * - `report`, or `enforcement: report`: a robots.txt refusal (`rule-disallow`, `robots-unreachable`)
+ *   becomes reason `report-only`, verdict allow, with `wouldDeny` set to it; the rule and group stay;
+ * - `pace`: the robots.txt decision.
+ * Decisions not made by robots.txt (a private network reached by the robots.txt fetch, an
+ * untrusted certificate) are returned as they are: they protect the proxy, not the site.
+ * Extension, not in RFC 9309. Pure; never throws.
+ */
+export function applyPolicy(robots: Decision, rule: PolicyMatch | undefined, enforcement: 'enforce' | 'report'): Decision {
+  if (!ROBOTS_REASONS.has(robots.reason)) return rule === undefined ? robots : { ...robots, policy: policyFactsOf(rule) };
+  const withRule = rule === undefined ? robots : { ...robots, policy: policyFactsOf(rule) };
+  if (rule?.action === 'allow') return { ...withRule, verdict: 'allow', reason: 'operator-allow' };
+  if (rule?.action === 'deny') {
+    // Only in report mode: an enforced deny never fetches robots.txt (decidePolicyDenial).
+    return { ...withRule, verdict: 'allow', reason: 'report-only', wouldDeny: 'operator-policy', detail: `policy rule "${rule.name}" (action deny) would refuse it` };
+  }
+  const isReport = enforcement === 'report' || rule?.action === 'report';
+  if (isReport && robots.verdict === 'deny') return { ...withRule, verdict: 'allow', reason: 'report-only', wouldDeny: robots.reason };
+  return withRule;
 }

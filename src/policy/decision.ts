@@ -4,6 +4,7 @@
  * `X-Robots-Proxy-Decision` header, the log line, the metrics labels, the
  * admin `explain` answer). Nobody re-derives the reason.
  */
+import type { PolicyAction } from '../config/types.js';
 import type { RuleKind } from '../robots/types.js';
 
 /**
@@ -13,7 +14,11 @@ import type { RuleKind } from '../robots/types.js';
  * - `robots-txt-itself`: the request is for `/robots.txt`, always allowed (§2.2.2).
  * - `robots-unavailable`: robots.txt answered 4xx (or too many redirects): allow all (§2.3.1.3).
  * - `robots-unreachable`: 5xx, 429, timeout or network error: disallow all (§2.3.1.4).
- * - `operator-policy`: the operator's configuration decided.
+ * - `operator-policy`: refused by an operator policy rule with action `deny` (`policy.rule` names it).
+ * - `operator-allow`: allowed by an operator policy rule with action `allow`, whatever robots.txt
+ *   says (still paced by its Crawl-delay when it has one).
+ * - `report-only`: forwarded although it would have been refused (`enforcement: report`, or a
+ *   rule with action `report`); `wouldDeny` holds the reason it would have had.
  * - `target-private-network`: the target resolves to a loopback/private/link-local address.
  * - `client-not-allowed`: the client's address is in none of `access.clients` (403).
  * - `proxy-auth-required`: proxy credentials are required and were missing or wrong
@@ -45,6 +50,8 @@ export type DecisionReason =
   | 'robots-unavailable'
   | 'robots-unreachable'
   | 'operator-policy'
+  | 'operator-allow'
+  | 'report-only'
   | 'target-private-network'
   | 'client-not-allowed'
   | 'proxy-auth-required'
@@ -69,6 +76,8 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'robots-unavailable',
   'robots-unreachable',
   'operator-policy',
+  'operator-allow',
+  'report-only',
   'target-private-network',
   'client-not-allowed',
   'proxy-auth-required',
@@ -147,6 +156,14 @@ export interface Decision {
    * the identity was known).
    */
   identity: DecisionIdentity | null;
+  /** The operator policy rule that matched the request (the first in `policy.rules` order); absent when none did. */
+  policy?: PolicyFacts;
+  /**
+   * The reason the request would have been refused, when it was forwarded anyway
+   * (`reason: report-only`: `enforcement: report`, or a rule with action `report`);
+   * e.g. `rule-disallow`, `robots-unreachable`, `operator-policy`. Absent otherwise.
+   */
+  wouldDeny?: DecisionReason;
   /** Human-readable detail for reasons without a rule (e.g. the upstream error). */
   detail?: string;
   /** The `Proxy-Authenticate` challenge of a `proxy-auth-required` answer (RFC 9110 §11.7.1), e.g. `Basic realm="robots-proxy"`. */
@@ -171,6 +188,14 @@ export interface DecisionIdentity {
   claimedTokens: readonly string[];
   /** True when the identity is bound and the User-Agent names none of the bound tokens (a browser's, another bot's, or none): flagged, or refused with `identity-mismatch`. */
   isMismatch: boolean;
+}
+
+/** The operator policy rule that matched a request (extension, not in RFC 9309). */
+export interface PolicyFacts {
+  /** The rule's `name` (`hosts:<key>` for a rule translated from the deprecated `hosts` section). */
+  rule: string;
+  /** Its action: `deny`, `allow`, `report` or `pace`. */
+  action: PolicyAction;
 }
 
 /** What the per-origin queue did with the request. */

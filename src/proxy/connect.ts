@@ -138,12 +138,12 @@ export class ConnectHandler {
   /** `tunnel` mode: decide on `/`, pace the CONNECT, then relay bytes until a side closes or the tunnel idles. */
   private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget, startedAtMs: number, identity: Identity | null): Promise<void> {
     const origin = tunnelOrigin(target, 'https');
-    const { decision: decided } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity);
+    const { decision: decided, policyRequest } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity, 'CONNECT');
     const decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
     const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
-    const waited = await this.deps.pipeline.waitForSlot(decision, identityOf(req, decision), abort);
+    const waited = await this.deps.pipeline.waitForSlot(decision, policyRequest, identityOf(req, decision), abort);
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return this.refuse(req, socket, decision, startedAtMs);

@@ -9,12 +9,13 @@ import { Transform } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
-import { resolveHostOverride } from '../config/index.js';
+import { hostOverrideRules } from '../config/index.js';
 import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
-import { decide, decideWithoutRobots } from '../policy/decide.js';
+import { applyPolicy, decide, decidePolicyDenial, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
 import { identifyAgent, outgoingUserAgent, type Identity } from '../policy/identity.js';
 import type { AccessControl, Admission, AdmissionContext, AdmittedClient } from '../access/access-control.js';
+import { compilePolicy, type CompiledPolicy, type PolicyMatch, type PolicyRequest } from '../policy/operator-policy.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
@@ -85,6 +86,11 @@ export function identityOf(req: IncomingMessage, decision?: Pick<Decision, 'iden
   return decision?.identity?.name ?? req.socket?.remoteAddress ?? '';
 }
 
+/** Compiles the configured policy: `policy.rules`, then the deprecated `hosts` entries as `pace` rules. */
+function compileConfiguredPolicy(config: Config): CompiledPolicy {
+  return compilePolicy([...config.policy.rules, ...hostOverrideRules(config.hosts)]);
+}
+
 /** True for the error codes of connections the target guard refused. */
 function isGuardRefusal(code: string | undefined): boolean {
   return code === PRIVATE_TARGET_CODE || code === OWN_LISTENER_CODE;
@@ -106,22 +112,27 @@ const SHUTTING_DOWN_DETAIL = 'the proxy is shutting down: it answers no new requ
 export class RequestPipeline {
   /** Candidate tokens per User-Agent header: bots send the same few headers over and over. */
   private readonly tokensByUserAgent = new LRUCache<string, string[]>({ max: 1000 });
-  /** The configuration in force (host overrides and `pacing.minDelay` are read per request). */
+  /** The configuration in force (`pacing.minDelay` and `enforcement` are read per request). */
   private config: Config;
+  /** The configuration's policy rules, compiled once per load. */
+  private policy: CompiledPolicy;
   private isDraining = false;
   /** Requests between arrival and their access line; each entry ends one of them early with an error code. */
   private readonly inFlight = new Set<(error: string) => void>();
 
   constructor(private readonly deps: PipelineDeps) {
     this.config = deps.config;
+    this.policy = compileConfiguredPolicy(deps.config);
   }
 
   /**
    * Swaps in a reloaded configuration: requests decided from now on, and those still queued
-   * (see {@link RequestPipeline.waitForSlot}), use its host overrides and pacing minimums.
+   * (see {@link RequestPipeline.waitForSlot}), use its policy rules, enforcement and pacing minimums.
+   * The rules are compiled here, once.
    */
   setConfig(config: Config): void {
     this.config = config;
+    this.policy = compileConfiguredPolicy(config);
   }
 
   /**
@@ -184,19 +195,39 @@ export class RequestPipeline {
    * `identity-mismatch`), the private-network guard, then robots.txt. Used by the pipeline, by
    * tunnel-mode CONNECT, by Upgrades and by the admin `explain` endpoint. Never rejects.
    * @param identity who the client is (admission, `src/access/`), or null for none.
-   * @returns the decision (its `identity` filled in) and the User-Agent's candidate product tokens.
+   * Then the operator's policy rules (`policy.rules`, matched on the identity's name, the tokens
+   * the request is decided for, the origin, path and `method`): an enforced `deny` is answered
+   * before robots.txt is fetched, so nothing reaches the origin; otherwise robots.txt decides,
+   * with the rule and `enforcement` on top ({@link applyPolicy}). The identity check and the
+   * private-network guard refuse in every enforcement mode: they protect the proxy.
+   * @param method the request's method (`CONNECT` for a tunnel-mode CONNECT), for `method:` rules.
+   * @returns the decision (its `identity` filled in), the User-Agent's candidate product tokens,
+   *   and the facts the policy matched (for {@link RequestPipeline.waitForSlot}).
    */
-  async decideFor(target: URL, userAgent: string | undefined, identity: Identity | null = null): Promise<{ decision: Decision; productTokens: string[] }> {
+  async decideFor(
+    target: URL,
+    userAgent: string | undefined,
+    identity: Identity | null = null,
+    method = 'GET',
+  ): Promise<{ decision: Decision; productTokens: string[]; policyRequest: PolicyRequest }> {
     const productTokens = this.tokensOf(userAgent);
     const identified = identifyAgent(identity, productTokens);
     const origin = target.origin;
     const path = pathAndQueryOf(target);
+    // Rules match the tokens the request is decided for: a bound identity's, whatever its User-Agent claims.
+    const policyRequest: PolicyRequest = { identity: identified.identity?.name ?? null, productTokens: identified.productTokens, origin, pathAndQuery: path, method };
     if (identified.isRefused) {
       const detail = `identity ${identified.identity?.name} is bound to ${identified.identity?.boundTokens.join(', ')}; the User-Agent names ${productTokens.length > 0 ? productTokens.join(', ') : 'no product token'} (onMismatch: deny)`;
-      return { decision: decideWithoutRobots('identity-mismatch', { origin, path, agentTokens: identified.productTokens, identity: identified.identity, detail }), productTokens };
+      return { decision: decideWithoutRobots('identity-mismatch', { origin, path, agentTokens: identified.productTokens, identity: identified.identity, detail }), productTokens, policyRequest };
     }
     const refused = await this.checkTarget(target, userAgent, identified.identity);
-    if (refused) return { decision: refused, productTokens };
+    if (refused) return { decision: refused, productTokens, policyRequest };
+    const { enforcement } = this.config;
+    const rule = this.policy.match(policyRequest);
+    if (rule?.action === 'deny' && enforcement === 'enforce') {
+      const denial = decidePolicyDenial(rule, { origin, path, agentTokens: identified.productTokens, identity: identified.identity });
+      return { decision: denial, productTokens, policyRequest };
+    }
     const snapshot = await this.deps.robots.get(origin);
     const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens: identified.productTokens, identity: identified.identity });
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
@@ -211,7 +242,7 @@ export class RequestPipeline {
           ? `fetching ${origin}/robots.txt led to a listener of this proxy; refused`
           : `fetching ${origin}/robots.txt led to ${NON_PUBLIC_ADDRESS}; refused`;
     }
-    return { decision, productTokens };
+    return { decision: applyPolicy(decision, rule, enforcement), productTokens, policyRequest };
   }
 
   /**
@@ -235,24 +266,27 @@ export class RequestPipeline {
    * {@link RequestPipeline.delayFor}. Records the pacing facts on `decision`;
    * when the queue refuses (`queue-full`), turns it into that refusal. Shared
    * by plain requests, tunnel-mode CONNECTs and Upgrades. Never rejects.
+   * @param policyRequest what the policy rules match (from {@link RequestPipeline.decideFor}): the
+   *   pacing of the rule that matches it now, and again after a reload while it waits.
    * @param identity whose turn the request waits for in the origin's round-robin ({@link identityOf}).
    * @param onHoldExceeded called if the pacer reclaims the slot at `pacing.maxSlotHold` (ms held).
    * @returns the slot, or why there is none (`aborted`: the client left while queued).
    */
   async waitForSlot(
     decision: Decision,
+    policyRequest: PolicyRequest,
     identity: string,
     signal: AbortSignalLike,
     onHoldExceeded?: (heldMs: number) => void,
   ): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
-    const { delayMs, maxConcurrency } = this.delayFor(decision);
+    const { delayMs, maxConcurrency } = this.delayFor(decision, policyRequest);
     const startedAtMs = this.deps.clock.nowMs();
-    // A reload while this request waits re-reads the operator minimums through `limits`.
+    // A reload while this request waits re-reads the policy rules and operator minimums through `limits`.
     // The optional fields last: a property after a spread costs a slow runtime call (issue 11).
     const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
       identity,
       signal,
-      limits: () => this.delayFor(decision),
+      limits: () => this.delayFor(decision, policyRequest),
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(onHoldExceeded ? { onHoldExceeded } : {}),
     });
@@ -288,14 +322,18 @@ export class RequestPipeline {
 
   /**
    * The delay before this request may start, ms: its group's crawl-delay, clamped to
-   * `pacing.maxCrawlDelay`, raised to the operator minimums. Always finite.
+   * `pacing.maxCrawlDelay`, raised to the minimum of the policy rule that matches
+   * `policyRequest` (else `pacing.minDelay`) and to the rule's rate cap (`periodMs / requests`):
+   * a rule never lowers the site's Crawl-delay. 0 with `pacing.enabled: false`. The rule's
+   * `maxConcurrency` replaces `pacing.maxConcurrency`. Always finite.
    */
-  private delayFor(decision: Decision): RequestLimits & { maxConcurrency: number | undefined } {
+  private delayFor(decision: Decision, policyRequest: PolicyRequest, rule: PolicyMatch | undefined = this.policy.match(policyRequest)): RequestLimits & { maxConcurrency: number | undefined } {
     const { pacing } = this.config;
-    const override = resolveHostOverride(this.config, decision.origin);
+    const maxConcurrency = rule?.pacing.maxConcurrency;
+    if (!pacing.enabled) return { delayMs: 0, maxConcurrency };
     const crawlDelayMs = crawlDelayMsOf(decision.crawlDelaySeconds, pacing.maxCrawlDelayMs);
-    const delayMs = Math.max(crawlDelayMs, override?.minDelayMs ?? pacing.minDelayMs);
-    return { delayMs, maxConcurrency: override?.maxConcurrency };
+    const delayMs = Math.max(crawlDelayMs, rule?.pacing.minDelayMs ?? pacing.minDelayMs, rule?.pacing.rateDelayMs ?? 0);
+    return { delayMs, maxConcurrency };
   }
 
   /**
@@ -377,11 +415,15 @@ export class RequestPipeline {
     const identity = admitted?.isAdmitted ? admitted.identity : null;
     // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
     const decided =
-      admitted === undefined ? shuttingDown() : admitted.isAdmitted ? (await this.decideFor(target, userAgent, identity)).decision : admitted.refusal;
+      admitted === undefined
+        ? { decision: shuttingDown(), policyRequest: undefined }
+        : admitted.isAdmitted
+          ? await this.decideFor(target, userAgent, identity, req.method ?? 'GET')
+          : { decision: admitted.refusal, policyRequest: undefined };
     if (isFinished) return; // cut (drain timeout, fatal error) while robots.txt was fetched
-    decision = decided;
+    decision = decided.decision;
 
-    if (decision.verdict === 'deny' || decision.reason === 'upstream-error') {
+    if (decision.verdict === 'deny' || decision.reason === 'upstream-error' || decided.policyRequest === undefined) {
       response.status = this.respond(res, req, decision);
       return finish();
     }
@@ -390,7 +432,7 @@ export class RequestPipeline {
     const waitingOn = (): SlotHoldWaitingOn => (!req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream');
     const onHoldExceeded = (heldMs: number): void =>
       this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
-    const waited = await this.waitForSlot(decision, identityOf(req, decision), abort, onHoldExceeded);
+    const waited = await this.waitForSlot(decision, decided.policyRequest, identityOf(req, decision), abort, onHoldExceeded);
     if ('refusal' in waited) {
       // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
       if (waited.refusal === 'aborted') error = 'CLIENT_ABORTED';

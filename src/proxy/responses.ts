@@ -18,9 +18,17 @@ export { REQUEST_ID_HEADER };
 /** Name of the machine-readable outcome header. */
 export const DECISION_HEADER = 'x-robots-proxy-decision';
 
-/** `<verdict>; reason=<reason>`: the value of {@link DECISION_HEADER}. */
+/**
+ * `<verdict>; reason=<reason>`, then `; rule=<name>` when an operator policy rule matched and
+ * `; would-deny=<reason>` when the request was forwarded although it would have been refused
+ * (`report-only`): the value of {@link DECISION_HEADER}. Rule names are visible ASCII without
+ * spaces, `;` or `,` (the schema's charset, or `hosts:<key>`). Pure.
+ */
 export function decisionHeaderValue(decision: Decision): string {
-  return `${decision.verdict}; reason=${decision.reason}`;
+  let value = `${decision.verdict}; reason=${decision.reason}`;
+  if (decision.policy !== undefined) value += `; rule=${decision.policy.rule}`;
+  if (decision.wouldDeny !== undefined) value += `; would-deny=${decision.wouldDeny}`;
+  return value;
 }
 
 /**
@@ -236,7 +244,7 @@ function summary(d: Decision): string {
         'The proxy operator can allow such targets with upstream.allowPrivateNetworks: true (config/local.yaml sets it, for trying the proxy on one machine).'
       );
     case 'operator-policy':
-      return 'Refused by the proxy operator\'s policy.';
+      return `Refused by the proxy operator's policy (rule "${d.policy?.rule ?? 'unknown'}").`;
     case 'client-not-allowed':
       return 'This client\'s address may not use the proxy (it is in none of the ranges the operator allows).';
     case 'proxy-auth-required':
@@ -311,6 +319,8 @@ function facts(d: Decision, retryAfter: number | undefined, requestId: string, t
     const limit = queueLimitOf(d);
     if (limit !== undefined) rows.push(['limit', `${limit.name}: ${limit.setting} (${limit.bounds}), a setting of the proxy operator`]);
   }
+  if (d.policy) rows.push(['policy rule', `${d.policy.rule} (action ${d.policy.action})`]);
+  if (d.wouldDeny) rows.push(['would deny', `${d.wouldDeny} (reported, not enforced)`]);
   if (d.upstream?.error) rows.push(['error', d.upstream.error]);
   if (d.detail) rows.push(['detail', d.detail]);
   if (retryAfter !== undefined) rows.push(['retry after', `${retryAfter} s`]);
@@ -322,6 +332,12 @@ function facts(d: Decision, retryAfter: number | undefined, requestId: string, t
 
 /** The closing paragraph of a robots.txt refusal (how to appeal), or undefined for other answers. */
 function appealText(d: Decision, options: RenderOptions): string | undefined {
+  if (d.reason === 'operator-policy') {
+    return (
+      options.appeal ??
+      "This proxy's operator does not allow this request, whatever the site's robots.txt says. If you believe this is wrong, contact the proxy operator and quote the request id and the rule above."
+    );
+  }
   if (d.verdict !== 'deny' || (d.reason !== 'rule-disallow' && d.reason !== 'robots-unreachable')) return undefined;
   return (
     options.appeal ??

@@ -113,12 +113,12 @@ export class UpgradeRelay {
     if (!pipeline) return void socket.destroy();
     const admitted = await pipeline.admit(req, { origin: target.origin, ...(tunnel ? { tunnel } : {}) });
     if (!admitted.isAdmitted) return this.refuse(req, socket, admitted.refusal, { via, startedAtMs, url: target.href });
-    const { decision } = await pipeline.decideFor(target, req.headers['user-agent'], admitted.identity);
+    const { decision, policyRequest } = await pipeline.decideFor(target, req.headers['user-agent'], admitted.identity, req.method ?? 'GET');
     const refuse = (): void => this.refuse(req, socket, decision, { via, startedAtMs, url: target.href });
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return refuse();
     const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
-    const waited = await pipeline.waitForSlot(decision, identityOf(req, decision), abort);
+    const waited = await pipeline.waitForSlot(decision, policyRequest, identityOf(req, decision), abort);
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return refuse();

@@ -1,6 +1,25 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolveHostOverride, resolveOriginLimits, validateConfig } from '../../src/config/index.js';
+import { parse as parseYaml } from 'yaml';
+import { hostOverrideRules, hostOverridesAsYaml, validateConfig, type Config } from '../../src/config/index.js';
+import { compilePolicy } from '../../src/policy/operator-policy.js';
+
+/**
+ * What the old `hosts` lookup answered, now through the policy rules the entries compile to
+ * (first match wins): the matched rule's pacing, unset fields from `pacing`; undefined when no
+ * rule matches. Origins arrive normalised (`URL.origin`), as the pipeline passes them.
+ */
+function resolveHostOverride(config: Config, origin: string): { minDelayMs: number; maxConcurrency: number } | undefined {
+  let normalised: string;
+  try {
+    normalised = new URL(origin).origin;
+  } catch {
+    return undefined;
+  }
+  const rule = compilePolicy(hostOverrideRules(config.hosts)).match({ identity: null, productTokens: [], origin: normalised, pathAndQuery: '/', method: 'GET' });
+  if (rule === undefined) return undefined;
+  return { minDelayMs: rule.pacing.minDelayMs ?? config.pacing.minDelayMs, maxConcurrency: rule.pacing.maxConcurrency ?? config.pacing.maxConcurrency };
+}
 
 const config = validateConfig({
   pacing: { minDelay: '100ms', maxConcurrency: 6 },
@@ -72,9 +91,18 @@ describe('resolveHostOverride', () => {
   });
 });
 
-describe('resolveOriginLimits', () => {
-  it('gives the pacing values when no entry matches', () => {
-    assert.deepEqual(resolveOriginLimits(config, 'https://example.net'), { minDelayMs: 100, maxConcurrency: 6 });
-    assert.deepEqual(resolveOriginLimits(config, 'https://example.com'), { minDelayMs: 2_000, maxConcurrency: 1 });
+describe('hostOverrideRules', () => {
+  it('names each rule after its key and orders them origin, hostname, longest glob', () => {
+    assert.deepEqual(
+      hostOverrideRules(config.hosts).map((r) => r.name),
+      ['hosts:https://example.com', 'hosts:http://example.org:8080', 'hosts:example.com', 'hosts:[::1]', 'hosts:*.deep.example.com', 'hosts:*.example.com'],
+    );
+  });
+
+  it('writes the replacement policy rules as YAML that validates to the same rules', () => {
+    const yaml = hostOverridesAsYaml(config.hosts);
+    assert.match(yaml, /^policy:\n  rules:\n    - \{ name: "hosts:https:\/\/example.com", origin: "https:\/\/example.com", action: pace, minDelay: 2s, maxConcurrency: 1 \}/);
+    const rewritten = validateConfig({ pacing: { minDelay: '100ms', maxConcurrency: 6 }, ...(parseYaml(yaml) as object) });
+    assert.deepEqual(rewritten.policy.rules, hostOverrideRules(config.hosts));
   });
 });

@@ -175,6 +175,7 @@ describe('valid sample', () => {
       },
       pacing: {
         model: 'end-to-start',
+        enabled: true,
         maxConcurrency: 8,
         minDelayMs: 250,
         maxWaitMs: 90_000,
@@ -195,6 +196,14 @@ describe('valid sample', () => {
         '[::1]': {},
         '*.example.net': { minDelayMs: 1_000 },
       },
+      policy: {
+        rules: [
+          { name: 'no-admin', action: 'deny', origins: ['*.example.org', 'https://example.com'], paths: ['/admin'] },
+          { name: 'consent', action: 'allow', identities: ['partner'], tokens: ['examplebot'], methods: ['GET', 'HEAD'], rate: { requests: 30, periodMs: 60_000 } },
+          { name: 'slow-pdf', action: 'pace', paths: ['/*.pdf$'], minDelayMs: 2_000, maxConcurrency: 2 },
+        ],
+      },
+      enforcement: 'report',
       https: { mode: 'tunnel', caCert: 'state/ca.pem', caKey: 'state/ca-key.pem', leafTtlMs: 3_600_000, idleTimeoutMs: 90_000 },
       stateDir: '/var/lib/robots-proxy',
       log: { level: 'debug' },

@@ -176,6 +176,7 @@ describe('config/default.yaml documents every key', () => {
     const sections = knownKeysAt([]);
     const keys = [...sections];
     for (const section of sections) keys.push(...knownKeysAt(section === 'hosts' ? ['hosts', 'example.com'] : [section]));
+    keys.push(...knownKeysAt(['policy', 'rules', 0]));
     assert.ok(keys.length > 40, 'the key list is not empty');
     const missing = keys.filter((key) => !new RegExp(`^\\s*#?\\s*${key}\\b`, 'm').test(text));
     assert.deepEqual(missing, []);

@@ -137,8 +137,8 @@ function prepare(db: Db): Statements {
        ON CONFLICT (minute, identity, token, origin, verdict, reason) DO UPDATE SET ${added.join(', ')}`,
     ),
     insertRefusal: db.prepare(
-      `INSERT INTO refusals (at_ms, request_id, identity, token, origin, url, reason, status, robots_url, group_name, rule_kind, rule_pattern, rule_line)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO refusals (at_ms, request_id, identity, token, origin, url, reason, status, robots_url, group_name, rule_kind, rule_pattern, rule_line, policy_rule, would_deny)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     upsertBot: db.prepare(
       `INSERT INTO bots (token, user_agent, first_seen_ms, last_seen_ms) VALUES (?, ?, ?, ?)
@@ -259,7 +259,7 @@ export class Ledger {
       db.transaction(() => {
         for (const cell of this.#aggregator.cells()) s.upsertCell.run(cellParams(cell));
         for (const r of this.#aggregator.refusals()) {
-          s.insertRefusal.run(r.atMs, r.requestId, r.identity, r.token, r.origin, r.url, r.reason, r.status, r.robotsUrl, r.group, r.ruleKind, r.rulePattern, r.ruleLine);
+          s.insertRefusal.run(r.atMs, r.requestId, r.identity, r.token, r.origin, r.url, r.reason, r.status, r.robotsUrl, r.group, r.ruleKind, r.rulePattern, r.ruleLine, r.policyRule, r.wouldDeny);
         }
         for (const b of this.#aggregator.bots()) s.upsertBot.run(b.token, b.userAgent, b.seenAtMs, b.seenAtMs);
         for (const row of this.#robots) this.#writeVersion(s, row);

@@ -73,7 +73,7 @@ export interface RollupCell {
   delayMaxMs: number;
 }
 
-/** One refused request, for the drill-down table. */
+/** One refused request (or, `reason: report-only`, one forwarded that would have been refused), for the drill-down table. */
 export interface RefusalRecord {
   atMs: number;
   requestId: string | null;
@@ -89,6 +89,10 @@ export interface RefusalRecord {
   ruleKind: string | null;
   rulePattern: string | null;
   ruleLine: number | null;
+  /** The operator policy rule that matched (`Decision.policy.rule`), or null. */
+  policyRule: string | null;
+  /** The reason a `report-only` request would have had (`Decision.wouldDeny`), or null. */
+  wouldDeny: DecisionReason | null;
 }
 
 /** The last User-Agent seen for a product token in a flush window (for operator and category lookup). */
@@ -208,7 +212,7 @@ export function addToCell(cell: RollupCell, entry: AccessEntry): void {
   if (delayMs > cell.delayMaxMs) cell.delayMaxMs = delayMs;
 }
 
-/** The refusal record of a denied request. */
+/** The refusal record of a denied request, or of a `report-only` one (forwarded, with the reason it would have had). */
 export function refusalOf(entry: AccessEntry, identity: string, token: string): RefusalRecord {
   const d = entry.decision;
   return {
@@ -226,6 +230,8 @@ export function refusalOf(entry: AccessEntry, identity: string, token: string): 
     ruleKind: d.rule?.kind ?? null,
     rulePattern: d.rule === null ? null : capped(d.rule.pattern, LEDGER_LIMITS.patternChars),
     ruleLine: d.rule?.line ?? null,
+    policyRule: d.policy === undefined ? null : capped(d.policy.rule, LEDGER_LIMITS.patternChars),
+    wouldDeny: d.wouldDeny ?? null,
   };
 }
 
@@ -295,7 +301,8 @@ export class RollupAggregator {
       }
     }
     addToCell(cell, entry);
-    if (d.verdict === 'deny') {
+    // A shadowed refusal (report mode) is kept too: it is what a report-mode roll-out is for.
+    if (d.verdict === 'deny' || d.wouldDeny !== undefined) {
       if (this.#refusals.length < this.#options.maxPendingRefusals) this.#refusals.push(refusalOf(entry, identity, token));
       else this.#droppedRefusals++;
     }

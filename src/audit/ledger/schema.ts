@@ -90,6 +90,12 @@ export const MIGRATIONS: readonly string[] = [
     last_seen_ms INTEGER NOT NULL
   );
   `,
+  // 3: the operator policy rule that refused (or, in report mode, would have refused) a request,
+  // and the reason a forwarded `report-only` request would have had.
+  `
+  ALTER TABLE refusals ADD COLUMN policy_rule TEXT;
+  ALTER TABLE refusals ADD COLUMN would_deny TEXT;
+  `,
 ];
 
 /** The schema version this build writes. */

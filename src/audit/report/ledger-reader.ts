@@ -77,6 +77,10 @@ export interface RuleCount {
   ruleLine: number | null;
   rulePattern: string | null;
   reason: string;
+  /** The operator policy rule that refused it (or matched a `report-only` one), or null. */
+  policyRule: string | null;
+  /** For `report-only`: the reason it would have been refused, or null. */
+  wouldDeny: string | null;
   refusals: number;
 }
 
@@ -356,16 +360,19 @@ export class LedgerReader {
       ruleKind: (r['rule_kind'] as string | null) ?? null,
       rulePattern: (r['rule_pattern'] as string | null) ?? null,
       ruleLine: r['rule_line'] === null ? null : num(r['rule_line']),
+      policyRule: (r['policy_rule'] as string | null) ?? null,
+      wouldDeny: ((r['would_deny'] as string | null) ?? null) as DecisionReason | null,
     }));
   }
 
-  /** Refusals counted per (bot, origin, robots.txt rule and line, reason), most first. */
+  /** Refusals counted per (bot, origin, robots.txt rule and line, reason, policy rule, would-deny reason), most first. */
   ruleCounts(q: ReportQuery): RuleCount[] {
     const { where, params } = this.#refusalWhere(q);
     return this.#db
       .prepare(
-        `SELECT identity, token, origin, robots_url AS robotsUrl, rule_line AS ruleLine, rule_pattern AS rulePattern, reason, count(*) AS refusals
-         FROM refusals WHERE ${where} GROUP BY identity, token, origin, robots_url, rule_line, rule_pattern, reason
+        `SELECT identity, token, origin, robots_url AS robotsUrl, rule_line AS ruleLine, rule_pattern AS rulePattern, reason,
+           policy_rule AS policyRule, would_deny AS wouldDeny, count(*) AS refusals
+         FROM refusals WHERE ${where} GROUP BY identity, token, origin, robots_url, rule_line, rule_pattern, reason, policy_rule, would_deny
          ORDER BY refusals DESC, token, origin LIMIT ?`,
       )
       .all(...params, q.limit) as RuleCount[];

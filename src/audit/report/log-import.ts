@@ -65,6 +65,9 @@ export function entryFromAccessLine(line: Json): AccessEntry | undefined {
     : null;
   const snapshotUrl = isObject(d['snapshot']) ? str(d['snapshot']['url']) : null;
   const delayMs = isObject(d['pacing']) ? numOrNull(d['pacing']['delayMs']) : null;
+  const policyRule = isObject(d['policy']) ? str(d['policy']['rule']) : null;
+  const policyAction = isObject(d['policy']) ? d['policy']['action'] : undefined;
+  const wouldDeny = d['wouldDeny'];
   const tokens = Array.isArray(line['productTokens']) ? line['productTokens'].filter((t): t is string => typeof t === 'string') : [];
   const decision: Decision = {
     verdict,
@@ -80,6 +83,10 @@ export function entryFromAccessLine(line: Json): AccessEntry | undefined {
     // The ledger reads the line's top-level `identity`; the decision's identity facts are not needed.
     identity: null,
     ...(delayMs === null ? {} : { pacing: { delayMs, waitedMs: 0 } }),
+    ...(policyRule !== null && (policyAction === 'deny' || policyAction === 'allow' || policyAction === 'report' || policyAction === 'pace')
+      ? { policy: { rule: policyRule, action: policyAction } }
+      : {}),
+    ...(typeof wouldDeny === 'string' && REASONS.has(wouldDeny) ? { wouldDeny: wouldDeny as DecisionReason } : {}),
   };
   const requestId = str(line['requestId']);
   return {

@@ -93,6 +93,7 @@ function waitFigures(t: Totals): { waitP50Ms: number | null; waitP95Ms: number |
 
 /** `robots.txt URL line N: pattern` of a rule count, for one table cell. */
 function ruleText(r: RuleCount): string {
+  if (r.reason === 'operator-policy') return `policy rule ${r.policyRule ?? '(unknown)'}`;
   if (r.ruleLine === null) return `${r.reason} (${r.robotsUrl ?? 'no robots.txt'})`;
   return `${r.robotsUrl ?? ''} line ${r.ruleLine}: disallow ${r.rulePattern ?? ''}`;
 }
@@ -283,6 +284,8 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
     robotsUrl: r.robotsUrl,
     line: r.ruleLine,
     pattern: r.rulePattern,
+    policyRule: r.policyRule,
+    wouldDeny: r.wouldDeny,
   }));
 
   const mostRefusedBot = [...bots].sort((a, b) => b.totals.refused - a.totals.refused)[0];
@@ -404,6 +407,8 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['ruleLine', 'Line'],
           ['rulePattern', 'Pattern'],
           ['reason', 'Reason'],
+          ['policyRule', 'Policy rule'],
+          ['wouldDeny', 'Would deny'],
           ['refusals', 'Refusals'],
         ],
         ruleCounts.slice(0, query.limit).map((r) => ({ ...r })),
@@ -468,6 +473,8 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['robotsUrl', 'robots.txt'],
           ['line', 'Line'],
           ['pattern', 'Pattern'],
+          ['policyRule', 'Policy rule'],
+          ['wouldDeny', 'Would deny'],
         ],
         refusalRows,
       ),
