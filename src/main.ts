@@ -13,7 +13,7 @@ import { Agent } from 'undici';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
-import { listenConfigError, loadConfig, planReload, readCaFile, stateDirConfigError, type Config, type ReloadPlan } from './config/index.js';
+import { hostOverridesAsYaml, listenConfigError, loadConfig, planReload, readCaFile, stateDirConfigError, type Config, type ReloadPlan } from './config/index.js';
 import { makeDirectory } from './make-directory.js';
 import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } from './cache/index.js';
 import { FleetPacer, Pacer, type PacingOptions, type RequestPacer } from './pacing/index.js';
@@ -178,6 +178,20 @@ function warnIfOpenToNobody(config: Config, logger: Logger): void {
   }
 }
 
+/**
+ * Logs a warning (`event: config-deprecated`) when the configuration still has `hosts` entries:
+ * they keep working, as `pace` policy rules after `policy.rules`; the message shows the rules to
+ * write instead.
+ */
+function warnIfHostsDeprecated(config: Config, logger: Logger): void {
+  if (Object.keys(config.hosts).length === 0) return;
+  const replacement = hostOverridesAsYaml(config.hosts);
+  logger.warn(
+    { event: 'config-deprecated', key: 'hosts', replacement },
+    `hosts is deprecated: its entries apply as pace policy rules after policy.rules; write them as policy rules instead (append to policy.rules, remove hosts):\n${replacement}`,
+  );
+}
+
 /** The ledger's file: `ledger.path`, else `<stateDir>/ledger.sqlite`. */
 export function ledgerPathOf(config: Config): string {
   return resolve(config.ledger.path ?? join(config.stateDir, 'ledger.sqlite'));
@@ -269,6 +283,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
           parse: (body) => parseRobotsTxt(body, { maxBytes: config.robots.maxBytes, maxCrawlDelaySeconds: config.pacing.maxCrawlDelayMs / 1000 }),
         })
       : undefined;
+  warnIfHostsDeprecated(config, logger);
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
       const { snapshot, body } = await fetcher.fetchWithBody(origin, context);
@@ -390,6 +405,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     access.apply(prepared);
     logger.level = next.log.level;
     pipeline.setConfig(next);
+    warnIfHostsDeprecated(next, logger);
     pacer.reconfigure(pacingOptionsOf(next));
     robotsCache.setErrorRetry(next.robots.errorRetryMs, next.robots.errorRetryMaxMs);
     forwarder.setTimeouts({

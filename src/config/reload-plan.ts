@@ -19,6 +19,8 @@ import type { Config } from './types.js';
  * ranges, the identities' bindings and the failure budget apply to the next request (requests
  * in open tunnels too), and the credentials file named by `access.credentialsFile` is re-read
  * on every reload (before anything is applied: a bad file fails the reload).
+ * Among them `policy.rules` (one key: the list is compiled anew, and requests still queued take
+ * the pacing of the rule that matches them under it), `enforcement` and `pacing.enabled`.
  */
 export const RESTART_REQUIRED_KEYS: readonly string[] = [
   'listen',

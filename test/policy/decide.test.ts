@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
+import { applyPolicy, decide, decidePolicyDenial, decideWithoutRobots } from '../../src/policy/decide.js';
+import type { PolicyMatch } from '../../src/policy/operator-policy.js';
 import type { RobotsSnapshot } from '../../src/policy/snapshot.js';
 import type { SnapshotInfo } from '../../src/policy/decision.js';
 import { extractProductTokens, parseRobotsTxt } from '../../src/robots/index.js';
@@ -94,5 +95,61 @@ describe('decide', () => {
     assert.equal(d.verdict, 'deny');
     assert.equal(d.snapshot, null);
     assert.equal(d.detail, 'private');
+  });
+});
+
+describe('applyPolicy: the operator\'s rule and enforcement on top of robots.txt', () => {
+  const rule = (action: PolicyMatch['action']): PolicyMatch => ({ name: `r-${action}`, action, pacing: {} });
+  const disallowed = () => decide(snapshot('ok', 'User-agent: *\nDisallow: /private\nCrawl-delay: 2\n'), request('/private/x'));
+  const allowed = () => decide(snapshot('ok', 'User-agent: *\nDisallow: /private\n'), request('/page'));
+
+  it('leaves the robots.txt decision alone without a rule in enforce mode', () => {
+    assert.deepEqual(applyPolicy(disallowed(), undefined, 'enforce'), disallowed());
+  });
+
+  it('allow: allowed whatever robots.txt said, reason operator-allow, crawl-delay kept for pacing', () => {
+    const d = applyPolicy(disallowed(), rule('allow'), 'enforce');
+    assert.equal(d.verdict, 'allow');
+    assert.equal(d.reason, 'operator-allow');
+    assert.equal(d.crawlDelaySeconds, 2);
+    assert.deepEqual(d.policy, { rule: 'r-allow', action: 'allow' });
+    assert.equal(d.wouldDeny, undefined);
+    assert.equal(applyPolicy(decide(snapshot('unreachable'), request('/x')), rule('allow'), 'enforce').reason, 'operator-allow');
+  });
+
+  it('report (rule or enforcement): a refusal becomes report-only with wouldDeny, the robots.txt rule kept', () => {
+    for (const [r, mode] of [[rule('report'), 'enforce'], [undefined, 'report'], [rule('pace'), 'report']] as const) {
+      const d = applyPolicy(disallowed(), r, mode);
+      assert.equal(d.verdict, 'allow');
+      assert.equal(d.reason, 'report-only');
+      assert.equal(d.wouldDeny, 'rule-disallow');
+      assert.deepEqual(d.rule, { kind: 'disallow', pattern: '/private', line: 2 });
+    }
+    const unreachable = applyPolicy(decide(snapshot('unreachable'), request('/x')), undefined, 'report');
+    assert.equal(unreachable.wouldDeny, 'robots-unreachable');
+    const fine = applyPolicy(allowed(), rule('report'), 'enforce');
+    assert.equal(fine.reason, 'no-matching-rule');
+    assert.equal(fine.wouldDeny, undefined);
+    assert.deepEqual(fine.policy, { rule: 'r-report', action: 'report' });
+  });
+
+  it('deny in report mode: forwarded, wouldDeny operator-policy; enforced, decided before robots.txt', () => {
+    const d = applyPolicy(allowed(), rule('deny'), 'report');
+    assert.equal(d.verdict, 'allow');
+    assert.equal(d.reason, 'report-only');
+    assert.equal(d.wouldDeny, 'operator-policy');
+    const denial = decidePolicyDenial(rule('deny'), { origin: 'http://a.example', path: '/a b', agentTokens: ['GPTBot'] });
+    assert.equal(denial.verdict, 'deny');
+    assert.equal(denial.reason, 'operator-policy');
+    assert.equal(denial.snapshot, null);
+    assert.equal(denial.path, '/a%20b');
+    assert.deepEqual(denial.policy, { rule: 'r-deny', action: 'deny' });
+  });
+
+  it('never overrides what protects the proxy (a private network, an untrusted certificate)', () => {
+    const privateNet = decideWithoutRobots('target-private-network', { origin: 'http://a.example' });
+    assert.equal(applyPolicy(privateNet, rule('allow'), 'report').verdict, 'deny');
+    assert.equal(applyPolicy(privateNet, undefined, 'report').reason, 'target-private-network');
+    assert.equal(applyPolicy(privateNet, rule('allow'), 'report').policy?.rule, 'r-allow');
   });
 });

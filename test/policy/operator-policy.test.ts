@@ -1,0 +1,147 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { validateConfig } from '../../src/config/index.js';
+import { compilePolicy, type PolicyRequest } from '../../src/policy/operator-policy.js';
+
+/** The rules as written in YAML (validated and normalised by the schema), compiled. */
+function policyOf(rules: unknown[]) {
+  return compilePolicy(validateConfig({ policy: { rules } }).policy.rules);
+}
+
+const request = (fields: Partial<PolicyRequest> = {}): PolicyRequest => ({
+  identity: null,
+  productTokens: ['ExampleBot'],
+  origin: 'https://www.example.com',
+  pathAndQuery: '/page',
+  method: 'GET',
+  ...fields,
+});
+
+describe('compilePolicy: first match wins', () => {
+  it('answers the first rule in order that matches, not the most specific one', () => {
+    const policy = policyOf([
+      { name: 'all-example', origin: '*.example.com', action: 'report' },
+      { name: 'admin', origin: 'https://www.example.com', path: '/admin', action: 'deny' },
+    ]);
+    assert.equal(policy.match(request({ pathAndQuery: '/admin' }))?.name, 'all-example');
+    const reordered = policyOf([
+      { name: 'admin', origin: 'https://www.example.com', path: '/admin', action: 'deny' },
+      { name: 'all-example', origin: '*.example.com', action: 'report' },
+    ]);
+    assert.equal(reordered.match(request({ pathAndQuery: '/admin' }))?.name, 'admin');
+    assert.equal(reordered.match(request({ pathAndQuery: '/page' }))?.name, 'all-example');
+  });
+
+  it('matches nothing when no rule matches, and every request with a rule without match fields', () => {
+    assert.equal(policyOf([{ name: 'x', origin: 'example.org', action: 'deny' }]).match(request()), undefined);
+    assert.equal(policyOf([]).match(request()), undefined);
+    assert.equal(policyOf([{ name: 'catch-all', action: 'report' }]).match(request())?.action, 'report');
+  });
+
+  it('needs every field written to match, any value of a list', () => {
+    const policy = policyOf([{ name: 'r', origin: ['example.org', 'www.example.com'], method: ['POST', 'put'], token: 'ExampleBot', action: 'deny' }]);
+    assert.equal(policy.match(request({ method: 'GET' })), undefined);
+    assert.equal(policy.match(request({ method: 'post' }))?.name, 'r');
+    assert.equal(policy.match(request({ method: 'PUT', origin: 'http://example.org:8080' }))?.name, 'r');
+    assert.equal(policy.match(request({ method: 'PUT', productTokens: ['OtherBot'] })), undefined);
+  });
+});
+
+describe('compilePolicy: origins', () => {
+  const policy = policyOf([
+    { name: 'origin', origin: 'https://Example.COM:443', action: 'deny' },
+    { name: 'host', origin: 'example.org', action: 'deny' },
+    { name: 'glob', origin: '*.example.net', action: 'deny' },
+    { name: 'ipv6', origin: '::1', action: 'deny' },
+  ]);
+  const nameFor = (origin: string) => policy.match(request({ origin }))?.name;
+
+  it('matches an exact origin only on its scheme and port', () => {
+    assert.equal(nameFor('https://example.com'), 'origin');
+    assert.equal(nameFor('http://example.com'), undefined);
+    assert.equal(nameFor('https://example.com:8443'), undefined);
+  });
+
+  it('matches a bare hostname on every scheme and port, not its subdomains', () => {
+    assert.equal(nameFor('http://example.org'), 'host');
+    assert.equal(nameFor('https://example.org:8443'), 'host');
+    assert.equal(nameFor('https://www.example.org'), undefined);
+  });
+
+  it('matches a host glob on subdomains at any depth, not the apex (the hosts glob)', () => {
+    assert.equal(nameFor('https://a.example.net'), 'glob');
+    assert.equal(nameFor('http://a.b.example.net:81'), 'glob');
+    assert.equal(nameFor('https://example.net'), undefined);
+    assert.equal(nameFor('https://badexample.net'), undefined);
+  });
+
+  it('matches IPv6 literals as written in URLs', () => {
+    assert.equal(nameFor('http://[::1]:8080'), 'ipv6');
+  });
+});
+
+describe('compilePolicy: paths, tokens, identities', () => {
+  it('reads paths as robots.txt patterns: prefix, "*", final "$", percent-encoding normalised', () => {
+    const policy = policyOf([
+      { name: 'pdf', path: '/*.pdf$', action: 'deny' },
+      { name: 'admin', path: '/admin', action: 'deny' },
+      { name: 'tilde', path: '/%7Euser', action: 'deny' },
+    ]);
+    const nameFor = (pathAndQuery: string) => policy.match(request({ pathAndQuery }))?.name;
+    assert.equal(nameFor('/docs/a.pdf'), 'pdf');
+    assert.equal(nameFor('/docs/a.pdf?x=1'), undefined, '"$" anchors at the end of path plus query');
+    assert.equal(nameFor('/admin/users'), 'admin');
+    assert.equal(nameFor('/administrator'), 'admin', 'a path is a prefix, as in robots.txt');
+    assert.equal(nameFor('/Admin'), undefined, 'case-sensitive, as in robots.txt');
+    assert.equal(nameFor('/~user/x'), 'tilde');
+    assert.equal(nameFor(''), undefined);
+  });
+
+  it('matches product tokens by whole name, any case, among every candidate', () => {
+    const policy = policyOf([{ name: 'gpt', token: 'GPTBot', action: 'deny' }]);
+    assert.equal(policy.match(request({ productTokens: ['python-requests', 'gptbot'] }))?.name, 'gpt');
+    assert.equal(policy.match(request({ productTokens: ['GPTBot2'] })), undefined);
+    assert.equal(policy.match(request({ productTokens: ['GPT'] })), undefined);
+    assert.equal(policy.match(request({ productTokens: [] })), undefined);
+  });
+
+  it('matches identities exactly; a request without an identity matches no identity rule', () => {
+    const policy = policyOf([{ name: 'partner', identity: ['partner-a', 'partner-b'], action: 'allow' }]);
+    assert.equal(policy.match(request({ identity: 'partner-b' }))?.name, 'partner');
+    assert.equal(policy.match(request({ identity: 'Partner-B' })), undefined);
+    assert.equal(policy.match(request({ identity: null })), undefined);
+  });
+
+  it('carries a rule\'s pacing, the rate as a minimum delay', () => {
+    const policy = policyOf([{ name: 'slow', origin: '*.example.com', rate: '30/m', maxConcurrency: 2, minDelay: '1s' }]);
+    assert.deepEqual(policy.match(request()), { name: 'slow', action: 'pace', pacing: { minDelayMs: 1_000, maxConcurrency: 2, rateDelayMs: 2_000 } });
+    assert.equal(policyOf([{ name: 's', rate: '4/s' }]).match(request())?.pacing.rateDelayMs, 250);
+    assert.equal(policyOf([{ name: 'h', rate: '3600/h' }]).match(request())?.pacing.rateDelayMs, 1_000);
+  });
+});
+
+describe('policy.rules validation', () => {
+  const refused = (rules: unknown[]): string => {
+    try {
+      validateConfig({ policy: { rules } });
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return 'accepted';
+  };
+
+  it('refuses what cannot be meant, naming the key', () => {
+    assert.match(refused([{ name: 'a', action: 'deny' }, { name: 'a', action: 'allow' }]), /policy\.rules\["1"\]\.name: "a" names an earlier rule too/);
+    assert.match(refused([{ name: 'a' }]), /policy\.rules\["0"\]\.action: is required/);
+    assert.match(refused([{ name: 'a', action: 'deny', minDelay: '1s' }]), /deny sends nothing upstream/);
+    assert.match(refused([{ name: 'a', action: 'pace' }]), /pace needs minDelay, maxConcurrency or rate/);
+    assert.match(refused([{ name: 'a', rate: '30/min' }]), /must be "<requests>\/<s\|m\|h>"/);
+    assert.match(refused([{ name: 'a', rate: '0/s' }]), /at least 1 request/);
+    assert.match(refused([{ name: 'a', origin: 'example.*', action: 'deny' }]), /policy\.rules\["0"\]\.origin: a "\*" is allowed only as the whole first label/);
+    assert.match(refused([{ name: 'a', path: 'admin', action: 'deny' }]), /must be a path pattern starting with "\/"/);
+    assert.match(refused([{ name: 'has space', action: 'deny' }]), /no spaces/);
+    assert.match(refused([{ name: 'a', token: 'Example Bot', action: 'deny' }]), /must be a product token/);
+    assert.match(refused([{ name: 'a', action: 'deny', idenity: 'x' }]), /idenity/);
+    assert.equal(refused([{ name: 'ok', token: ['A-bot', 'b_bot'], path: ['/a', '*.gif$'], rate: ' 10 / h ' }]), 'accepted');
+  });
+});
