@@ -4,6 +4,56 @@
  * A-C, D's robots.txt answering 404.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import { proxyGet } from './harness.js';
+
+/** The four origins' names. */
+export const FOUR_HOST_NAMES = ['A', 'B', 'C', 'D'] as const;
+
+/** The scenario's bot User-Agent (product token ExampleBot). */
+export const FOUR_HOST_BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+
+/** The robots.txt of A and C (B adds `Crawl-delay: 0.05`; D answers 404). */
+export const FOUR_HOST_DISALLOW = 'User-agent: *\nDisallow: /private/\n';
+
+/** The four origins (for `startOriginsProcess`): pages answered in 10 ms. */
+export const FOUR_HOST_ORIGINS = {
+  A: { robots: FOUR_HOST_DISALLOW, pageDelayMs: 10 },
+  B: { robots: FOUR_HOST_DISALLOW + 'Crawl-delay: 0.05\n', pageDelayMs: 10 },
+  C: { robots: FOUR_HOST_DISALLOW, pageDelayMs: 10 },
+  D: { robotsStatus: 404, robots: 'not found', pageDelayMs: 10 },
+} as const;
+
+/** The proxy's config for the scenario over plain HTTP (for `startProxyProcess`), plus `extra` YAML lines. */
+export function fourHostProxyYaml(extra = ''): string {
+  return `listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\npacing: { maxConcurrency: 8, maxWait: 60s }\nlog: { level: info }\nstateDir: $STATE\nhttps: { mode: tunnel }\n${extra}`;
+}
+
+/** The requests of the scenario, in order: 60 pages per origin, 27 private URLs on A-C spread among them. */
+export function fourHostWork(): Array<{ host: (typeof FOUR_HOST_NAMES)[number]; path: string }> {
+  const work: Array<{ host: (typeof FOUR_HOST_NAMES)[number]; path: string }> = [];
+  for (let i = 0; i < 60; i++) for (const host of FOUR_HOST_NAMES) work.push({ host, path: `/page/${i}?q=${i}` });
+  for (let i = 0; i < 27; i++) work.splice(i * 9, 0, { host: FOUR_HOST_NAMES[i % 3]!, path: `/private/${i}` });
+  return work;
+}
+
+/** Runs the scenario's client over plain HTTP: 32 keep-alive connections through the proxy at `proxyPort`. */
+export async function crawlFourHosts(proxyPort: number, urlOf: (name: string) => string): Promise<FourHostResult[]> {
+  const work = fourHostWork();
+  const results: FourHostResult[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < work.length) {
+      const item = work[next++]!;
+      const r = await proxyGet(proxyPort, urlOf(item.host) + item.path, { agent, headers: { 'user-agent': FOUR_HOST_BOT_UA } });
+      results.push({ host: item.host, path: item.path, status: r.status, body: r.body, decision: String(r.headers['x-robots-proxy-decision']) });
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  agent.destroy();
+  return results;
+}
 
 /** One client request and what came back. */
 export interface FourHostResult {

@@ -11,13 +11,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertStartSpacing, seenStarts, sentStarts } from '../helpers/spacing.js';
-import { assertNothingPrivateUpstream, assertPagesServed, assertPrivateDenied, assertRobotsFetchedOnce } from '../helpers/four-host.js';
-import http from 'node:http';
-import { proxyGet } from '../helpers/harness.js';
+import { assertNothingPrivateUpstream, assertPagesServed, assertPrivateDenied, assertRobotsFetchedOnce, crawlFourHosts, FOUR_HOST_NAMES, FOUR_HOST_ORIGINS, fourHostProxyYaml, fourHostWork } from '../helpers/four-host.js';
 import { startOriginsProcess, startProxyProcess, type OriginsProcess, type ProxyProcess, type RemoteHit } from '../helpers/processes.js';
 
-const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
-const NAMES = ['A', 'B', 'C', 'D'] as const;
+const NAMES = FOUR_HOST_NAMES;
 
 describe('four-host scenario over HTTP', () => {
   let origins: OriginsProcess;
@@ -26,36 +23,11 @@ describe('four-host scenario over HTTP', () => {
   const hits: Record<string, RemoteHit[]> = {};
 
   before(async () => {
-    const disallow = 'User-agent: *\nDisallow: /private/\n';
-    [origins, proxy] = await Promise.all([
-      startOriginsProcess({
-        A: { robots: disallow, pageDelayMs: 10 },
-        B: { robots: disallow + 'Crawl-delay: 0.05\n', pageDelayMs: 10 },
-        C: { robots: disallow, pageDelayMs: 10 },
-        D: { robotsStatus: 404, robots: 'not found', pageDelayMs: 10 },
-      }),
-      startProxyProcess(
-        'listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\npacing: { maxConcurrency: 8, maxWait: 60s }\nlog: { level: info }\nstateDir: $STATE\nhttps: { mode: tunnel }\n',
-      ),
-    ]);
+    [origins, proxy] = await Promise.all([startOriginsProcess(FOUR_HOST_ORIGINS), startProxyProcess(fourHostProxyYaml())]);
 
-    const work: Array<{ host: (typeof NAMES)[number]; path: string }> = [];
-    for (let i = 0; i < 60; i++) for (const host of NAMES) work.push({ host, path: `/page/${i}?q=${i}` });
-    for (let i = 0; i < 27; i++) work.splice(i * 9, 0, { host: NAMES[i % 3]!, path: `/private/${i}` });
-
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < work.length) {
-        const item = work[next++]!;
-        const r = await proxyGet(proxy.proxyPort, origins.urlOf(item.host) + item.path, { agent, headers: { 'user-agent': BOT_UA } });
-        results.push({ host: item.host, path: item.path, status: r.status, body: r.body, decision: String(r.headers['x-robots-proxy-decision']) });
-      }
-    };
-    await Promise.all(Array.from({ length: 32 }, worker));
-    agent.destroy();
+    results.push(...(await crawlFourHosts(proxy.proxyPort, origins.urlOf)));
     for (const name of NAMES) hits[name] = await origins.hits(name);
-    await proxy.waitForAccessLines(work.length);
+    await proxy.waitForAccessLines(fourHostWork().length);
   });
 
   after(async () => {
