@@ -13,6 +13,10 @@
  *                  origins each origin has about one request in flight, the cap never binds)
  *   rp-warn-mc64   rp-warn with pacing.maxConcurrency 64 (one origin, keep-alive only: the
  *                  issue's row)
+ *   rp-policy20    rp with 20 policy rules (issue 8): 19 that match none of the bench's
+ *                  requests (a mix of origins, globs, paths, tokens, methods, identities),
+ *                  then one that matches every origin of the bench (`origin: 127.0.0.1`,
+ *                  action pace, maxConcurrency 4: the default, so pacing is unchanged)
  * robots-proxy deviates from config/default.yaml in upstream.allowPrivateNetworks
  * (true: the origins are on loopback, which the default refuses), and in the
  * ports and stateDir (free ports, a temp dir); nothing else.
@@ -320,6 +324,35 @@ function ensureBuild(): string {
 }
 
 /**
+ * The 20 policy rules of `rp-policy20` (issue 8): a realistic mix that none of the bench's
+ * requests matches (other origins and globs, admin paths, other product tokens, write methods,
+ * identities), then one rule that matches every bench origin and changes nothing (pace with the
+ * default `maxConcurrency`), so every request is matched against all 20.
+ */
+const BENCH_POLICY_RULES: ReadonlyArray<Record<string, unknown>> = [
+  { name: 'no-wp-admin', path: ['/wp-admin', '/wp-login.php'], action: 'deny' },
+  { name: 'no-writes', method: ['POST', 'PUT', 'DELETE', 'PATCH'], action: 'deny' },
+  { name: 'gptbot-report', token: 'GPTBot', action: 'report' },
+  { name: 'ccbot-deny', token: ['CCBot', 'Bytespider'], action: 'deny' },
+  { name: 'partner-consent', identity: 'partner-a', origin: 'https://partner.example.org', action: 'allow', rate: '30/m' },
+  { name: 'intranet', origin: '*.corp.example.com', action: 'deny' },
+  { name: 'news-slow', origin: ['news.example.net', 'www.news.example.net'], minDelay: '2s' },
+  { name: 'cdn-fast', origin: '*.cdn.example.net', maxConcurrency: 16 },
+  { name: 'pdf-pace', origin: '*.docs.example.org', path: '/*.pdf$', rate: '10/m' },
+  { name: 'search-pages', origin: 'www.example.com', path: ['/search', '/*?q='], action: 'deny' },
+  { name: 'shop-checkout', origin: '*.shop.example', path: ['/cart', '/checkout'], action: 'deny' },
+  { name: 'scraper-a', identity: ['scraper-a', 'scraper-b'], action: 'report' },
+  { name: 'archive-consent', origin: 'https://archive.example.org', token: 'ExampleArchiver', action: 'allow' },
+  { name: 'api-rate', origin: 'api.example.com', rate: '5/s' },
+  { name: 'login-pages', path: ['/login', '/account/*', '/*/signin$'], action: 'deny' },
+  { name: 'media-hosts', origin: ['*.img.example.com', '*.video.example.com'], maxConcurrency: 2 },
+  { name: 'claudebot-report', token: 'ClaudeBot', origin: '*.example.edu', action: 'report' },
+  { name: 'head-only', method: 'HEAD', origin: 'status.example.com', action: 'allow' },
+  { name: 'gov-slow', origin: '*.gov.example', minDelay: '5s' },
+  { name: 'bench-origins', origin: '127.0.0.1', maxConcurrency: 4 },
+];
+
+/**
  * Starts `node dist/cli.js serve --config FILE`, which is what `npm start`
  * runs, from the repository root, stdout (where the log goes) to a file in
  * the temp dir.
@@ -442,6 +475,11 @@ async function main(): Promise<void> {
     },
     { key: 'rp-warn', label: 'robots-proxy, log at warn', start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn', [[['log', 'level'], 'warn']]) },
     { key: 'rp-mc64', label: 'robots-proxy, default + maxConcurrency 64', shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, 'rp-mc64', [[['pacing', 'maxConcurrency'], 64]]) },
+    {
+      key: 'rp-policy20',
+      label: 'robots-proxy, default + 20 policy rules (the last matches)',
+      start: () => startRobotsProxy(pinTarget, workDir, 'rp-policy20', [[['policy', 'rules'], BENCH_POLICY_RULES]]),
+    },
     {
       key: 'rp-warn-mc64',
       label: 'robots-proxy, log warn + maxConcurrency 64',
