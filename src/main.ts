@@ -71,7 +71,7 @@ export interface RunningProxy {
   currentConfig(): Config;
   /**
    * Swaps `config` in without dropping a connection or a queued request: pacing options and
-   * host overrides (queued requests included), robots.txt fetching, upstream timeouts, the log
+   * policy rules and enforcement (queued requests included), robots.txt fetching, upstream timeouts, the log
    * level, the leaf certificate lifetime, the tunnel idle timeout and the drain timeout change
    * now; the keys in
    * `RESTART_REQUIRED_KEYS` (listeners, `https.mode`, the CA, `stateDir`, ...) keep their

@@ -175,7 +175,7 @@ export interface PacingConfig {
   readonly model: PacingModel;
   /** Requests in flight per origin when no delay is in force. @default 4 */
   readonly maxConcurrency: number;
-  /** Delay between requests to every origin, ms, even without Crawl-delay; a host override replaces it. @default 0 */
+  /** Delay between requests to every origin, ms, even without Crawl-delay; the minDelay of the policy rule that matched replaces it. @default 0 */
   readonly minDelayMs: number;
   /**
    * False: no delay between request starts (neither Crawl-delay nor a minimum delay nor a rate
@@ -403,7 +403,8 @@ export interface Config {
   readonly pacing: PacingConfig;
   readonly upstream: UpstreamConfig;
   /**
-   * Per-origin overrides. Keys are normalised: an origin (`https://example.com`,
+   * Per-origin overrides, deprecated: compiled as `pace` policy rules after `policy.rules`
+   * (`hostOverrideRules`), a warning at start. Keys are normalised: an origin (`https://example.com`,
    * `http://example.com:8080`; lower case, punycode, default port elided), a
    * bare hostname (`example.com`, `[::1]`) that applies to every scheme and
    * port, or a host glob (`*.example.com`: any subdomain, not the apex).

@@ -4,7 +4,7 @@
  */
 import { evaluate } from '../robots/match.js';
 import { normalisePath, originResolvedPath } from '../robots/encoding.js';
-import type { Decision, DecisionIdentity, DecisionReason, PolicyFacts } from './decision.js';
+import { ROBOTS_REASONS, type Decision, type DecisionIdentity, type DecisionReason, type PolicyFacts } from './decision.js';
 import type { PolicyMatch } from './operator-policy.js';
 import type { RobotsSnapshot } from './snapshot.js';
 
@@ -110,15 +110,8 @@ export function decideWithoutRobots(
   };
 }
 
-/** The reasons robots.txt gives (RFC 9309 §2.2.2, §2.3.1); an `allow` or `report` rule overrides only these. */
-const ROBOTS_REASONS: ReadonlySet<DecisionReason> = new Set<DecisionReason>([
-  'rule-allow',
-  'rule-disallow',
-  'no-matching-rule',
-  'robots-txt-itself',
-  'robots-unavailable',
-  'robots-unreachable',
-]);
+/** {@link ROBOTS_REASONS} as a set. */
+const IS_ROBOTS_REASON: ReadonlySet<DecisionReason> = new Set(ROBOTS_REASONS);
 
 /** The rule facts a Decision carries (name and action; its pacing is read again by the pacer). */
 function policyFactsOf(rule: PolicyMatch): PolicyFacts {
@@ -153,7 +146,7 @@ export function decidePolicyDenial(
  * Extension, not in RFC 9309. Pure; never throws.
  */
 export function applyPolicy(robots: Decision, rule: PolicyMatch | undefined, enforcement: 'enforce' | 'report'): Decision {
-  if (!ROBOTS_REASONS.has(robots.reason)) return rule === undefined ? robots : { ...robots, policy: policyFactsOf(rule) };
+  if (!IS_ROBOTS_REASON.has(robots.reason)) return rule === undefined ? robots : { ...robots, policy: policyFactsOf(rule) };
   const withRule = rule === undefined ? robots : { ...robots, policy: policyFactsOf(rule) };
   if (rule?.action === 'allow') return { ...withRule, verdict: 'allow', reason: 'operator-allow' };
   if (rule?.action === 'deny') {

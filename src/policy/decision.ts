@@ -67,14 +67,19 @@ export type DecisionReason =
   | 'proxy-shutting-down'
   | 'fleet-unavailable';
 
-/** Every {@link DecisionReason}, for metrics pre-registration and validation. */
-export const DECISION_REASONS: readonly DecisionReason[] = [
+/** The reasons robots.txt itself gives (RFC 9309 §2.2.2, §2.3.1); an operator's `allow` or `report` rule overrides only these. */
+export const ROBOTS_REASONS: readonly DecisionReason[] = [
   'rule-allow',
   'rule-disallow',
   'no-matching-rule',
   'robots-txt-itself',
   'robots-unavailable',
   'robots-unreachable',
+];
+
+/** Every {@link DecisionReason}, for metrics pre-registration and validation. */
+export const DECISION_REASONS: readonly DecisionReason[] = [
+  ...ROBOTS_REASONS,
   'operator-policy',
   'operator-allow',
   'report-only',
