@@ -54,7 +54,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { parseDocument } from 'yaml';
 import bcrypt from 'bcryptjs';
-import { cpuSecondsOf, runQueueWaitSecondsOf, findExecutable, forkRole, freePort, median, nextMessage, stopChild, waitForPort } from './support.js';
+import { BENCH_POLICY_RULES, cpuSecondsOf, runQueueWaitSecondsOf, findExecutable, forkRole, freePort, median, nextMessage, stopChild, waitForPort } from './support.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const REPO = resolve(dirname(SCRIPT), '..');
@@ -324,35 +324,6 @@ function ensureBuild(): string {
 }
 
 /**
- * The 20 policy rules of `rp-policy20` (issue 8): a realistic mix that none of the bench's
- * requests matches (other origins and globs, admin paths, other product tokens, write methods,
- * identities), then one rule that matches every bench origin and changes nothing (pace with the
- * default `maxConcurrency`), so every request is matched against all 20.
- */
-const BENCH_POLICY_RULES: ReadonlyArray<Record<string, unknown>> = [
-  { name: 'no-wp-admin', path: ['/wp-admin', '/wp-login.php'], action: 'deny' },
-  { name: 'no-writes', method: ['POST', 'PUT', 'DELETE', 'PATCH'], action: 'deny' },
-  { name: 'gptbot-report', token: 'GPTBot', action: 'report' },
-  { name: 'ccbot-deny', token: ['CCBot', 'Bytespider'], action: 'deny' },
-  { name: 'partner-consent', identity: 'partner-a', origin: 'https://partner.example.org', action: 'allow', rate: '30/m' },
-  { name: 'intranet', origin: '*.corp.example.com', action: 'deny' },
-  { name: 'news-slow', origin: ['news.example.net', 'www.news.example.net'], minDelay: '2s' },
-  { name: 'cdn-fast', origin: '*.cdn.example.net', maxConcurrency: 16 },
-  { name: 'pdf-pace', origin: '*.docs.example.org', path: '/*.pdf$', rate: '10/m' },
-  { name: 'search-pages', origin: 'www.example.com', path: ['/search', '/*?q='], action: 'deny' },
-  { name: 'shop-checkout', origin: '*.shop.example', path: ['/cart', '/checkout'], action: 'deny' },
-  { name: 'scraper-a', identity: ['scraper-a', 'scraper-b'], action: 'report' },
-  { name: 'archive-consent', origin: 'https://archive.example.org', token: 'ExampleArchiver', action: 'allow' },
-  { name: 'api-rate', origin: 'api.example.com', rate: '5/s' },
-  { name: 'login-pages', path: ['/login', '/account/*', '/*/signin$'], action: 'deny' },
-  { name: 'media-hosts', origin: ['*.img.example.com', '*.video.example.com'], maxConcurrency: 2 },
-  { name: 'claudebot-report', token: 'ClaudeBot', origin: '*.example.edu', action: 'report' },
-  { name: 'head-only', method: 'HEAD', origin: 'status.example.com', action: 'allow' },
-  { name: 'gov-slow', origin: '*.gov.example', minDelay: '5s' },
-  { name: 'bench-origins', origin: '127.0.0.1', maxConcurrency: 4 },
-];
-
-/**
  * Starts `node dist/cli.js serve --config FILE`, which is what `npm start`
  * runs, from the repository root, stdout (where the log goes) to a file in
  * the temp dir.
@@ -478,7 +449,7 @@ async function main(): Promise<void> {
     {
       key: 'rp-policy20',
       label: 'robots-proxy, default + 20 policy rules (the last matches)',
-      start: () => startRobotsProxy(pinTarget, workDir, 'rp-policy20', [[['policy', 'rules'], BENCH_POLICY_RULES]]),
+      start: () => startRobotsProxy(pinTarget, workDir, 'rp-policy20', [[['policy', 'rules'], [...BENCH_POLICY_RULES]]]),
     },
     {
       key: 'rp-warn-mc64',

@@ -155,3 +155,32 @@ export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<
   await exited;
   clearTimeout(timer);
 }
+
+/**
+ * The 20 policy rules of `bench:proxy`'s `rp-policy20` and of `bench:policy` (issue 8): a realistic mix that none of the bench's
+ * requests matches (other origins and globs, admin paths, other product tokens, write methods,
+ * identities), then one rule that matches every origin of `bench:proxy` (127.0.0.1, any port) and changes nothing (pace with the
+ * default `maxConcurrency`), so every request is matched against all 20.
+ */
+export const BENCH_POLICY_RULES: ReadonlyArray<Record<string, unknown>> = [
+  { name: 'no-wp-admin', path: ['/wp-admin', '/wp-login.php'], action: 'deny' },
+  { name: 'no-writes', method: ['POST', 'PUT', 'DELETE', 'PATCH'], action: 'deny' },
+  { name: 'gptbot-report', token: 'GPTBot', action: 'report' },
+  { name: 'ccbot-deny', token: ['CCBot', 'Bytespider'], action: 'deny' },
+  { name: 'partner-consent', identity: 'partner-a', origin: 'https://partner.example.org', action: 'allow', rate: '30/m' },
+  { name: 'intranet', origin: '*.corp.example.com', action: 'deny' },
+  { name: 'news-slow', origin: ['news.example.net', 'www.news.example.net'], minDelay: '2s' },
+  { name: 'cdn-fast', origin: '*.cdn.example.net', maxConcurrency: 16 },
+  { name: 'pdf-pace', origin: '*.docs.example.org', path: '/*.pdf$', rate: '10/m' },
+  { name: 'search-pages', origin: 'www.example.com', path: ['/search', '/*?q='], action: 'deny' },
+  { name: 'shop-checkout', origin: '*.shop.example', path: ['/cart', '/checkout'], action: 'deny' },
+  { name: 'scraper-a', identity: ['scraper-a', 'scraper-b'], action: 'report' },
+  { name: 'archive-consent', origin: 'https://archive.example.org', token: 'ExampleArchiver', action: 'allow' },
+  { name: 'api-rate', origin: 'api.example.com', rate: '5/s' },
+  { name: 'login-pages', path: ['/login', '/account/*', '/*/signin$'], action: 'deny' },
+  { name: 'media-hosts', origin: ['*.img.example.com', '*.video.example.com'], maxConcurrency: 2 },
+  { name: 'claudebot-report', token: 'ClaudeBot', origin: '*.example.edu', action: 'report' },
+  { name: 'head-only', method: 'HEAD', origin: 'status.example.com', action: 'allow' },
+  { name: 'gov-slow', origin: '*.gov.example', minDelay: '5s' },
+  { name: 'bench-origins', origin: '127.0.0.1', maxConcurrency: 4 },
+];
