@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { startProxy, type RunningProxy } from '../../src/main.js';
+import type { Identity } from '../../src/policy/identity.js';
 import { captureLogs, proxyGet, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { rawExchange, waitFor } from '../helpers/proxy-client.js';
 import { assertStartSpacing, sentStarts } from '../helpers/spacing.js';
@@ -175,6 +176,45 @@ describe('operator policy, enforced', () => {
     await waitFor(() => sentStarts(logs.lines, slow.url, '/page/').length === 5, 'access lines');
     const seen = slow.hits.filter((h) => h.url.startsWith('/page/')).map((h) => ({ path: h.url, atMs: performance.timeOrigin + h.atMs }));
     assertStartSpacing(sentStarts(logs.lines, slow.url, '/page/'), seen, 200);
+  });
+});
+
+describe('operator policy and identities', () => {
+  let site: TestOrigin;
+  let proxy: Proxy;
+
+  before(async () => {
+    site = await startOrigin(siteHandler({ robots: '' }));
+    proxy = await startTestProxy({
+      policy: {
+        rules: [
+          { name: 'scraper-a-off', identity: 'scraper-a', path: '/off', action: 'deny' },
+          { name: 'examplebot-off', token: 'ExampleBot', path: '/bot-off', action: 'deny' },
+        ],
+      },
+    });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await site?.close();
+  });
+
+  const identity = (name: string, boundTokens: string[] = []): Identity => ({ name, source: 'credentials', boundTokens, onMismatch: 'flag', userAgent: { mode: 'keep' } });
+  const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36';
+
+  it('matches identity rules on the identity\'s name, and token rules on a bound identity\'s tokens whatever its User-Agent says', async () => {
+    const byName = await proxy.pipeline.decideFor(new URL(`${site.url}/off`), CHROME, identity('scraper-a'));
+    assert.equal(byName.decision.reason, 'operator-policy');
+    assert.deepEqual(byName.decision.policy, { rule: 'scraper-a-off', action: 'deny' });
+    assert.equal(byName.decision.identity?.name, 'scraper-a');
+    assert.equal((await proxy.pipeline.decideFor(new URL(`${site.url}/off`), CHROME, identity('scraper-b'))).decision.reason, 'no-matching-rule');
+    assert.equal((await proxy.pipeline.decideFor(new URL(`${site.url}/off`), CHROME)).decision.reason, 'no-matching-rule', 'no identity, no identity rule');
+    const bound = await proxy.pipeline.decideFor(new URL(`${site.url}/bot-off`), CHROME, identity('scraper-c', ['ExampleBot']));
+    assert.equal(bound.decision.reason, 'operator-policy', 'a Chrome User-Agent does not escape the rules for the bound token');
+    assert.equal(bound.decision.policy?.rule, 'examplebot-off');
+    assert.equal(bound.decision.identity?.isMismatch, true);
+    assert.equal((await proxy.pipeline.decideFor(new URL(`${site.url}/bot-off`), CHROME)).decision.reason, 'no-matching-rule');
   });
 });
 
