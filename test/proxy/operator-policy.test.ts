@@ -14,6 +14,7 @@ import type { Identity } from '../../src/policy/identity.js';
 import { captureLogs, proxyGet, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { rawExchange, waitFor } from '../helpers/proxy-client.js';
 import { assertStartSpacing, sentStarts } from '../helpers/spacing.js';
+import { startProxyProcess, type ProxyProcess } from '../helpers/processes.js';
 
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const DISALLOW_PRIVATE = 'User-agent: *\nDisallow: /private/\n';
@@ -312,5 +313,49 @@ describe('policy reload', () => {
     writeFileSync(path, yaml('enforcement: report\npolicy:\n  rules:\n    - { name: block-admin, path: /admin, action: deny }\n'));
     assert.deepEqual((await reload()).body['applied'], ['enforcement']);
     assert.equal((await get(proxy, `${site.url}/admin`)).headers['x-robots-proxy-decision'], 'allow; reason=report-only; rule=block-admin; would-deny=operator-policy');
+  });
+});
+
+describe('policy reload by SIGHUP (robots-proxy serve), and the hosts deprecation', () => {
+  let site: TestOrigin;
+  let proxy: ProxyProcess;
+  const yaml = (extra: string) => `listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\nlog: { level: info }\nstateDir: $STATE\n${extra}`;
+  const rewrite = (extra: string) => writeFileSync(proxy.configPath, yaml(extra).replaceAll('$STATE', join(proxy.configPath, '..', 'state')));
+
+  before(async () => {
+    site = await startOrigin(siteHandler({ robots: '' }));
+    proxy = await startProxyProcess(yaml('hosts:\n  "127.0.0.1": { minDelay: 10ms }\n  "*.example.com": { maxConcurrency: 2 }\n'));
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await site?.close();
+  });
+
+  it('warns at start that hosts is deprecated, with the policy rules to write instead, and keeps it working', async () => {
+    const warning = await proxy.waitForEvent('config-deprecated');
+    assert.equal(warning['key'], 'hosts');
+    assert.equal(
+      warning['replacement'],
+      'policy:\n  rules:\n    - { name: "hosts:127.0.0.1", origin: "127.0.0.1", action: pace, minDelay: 10ms }\n    - { name: "hosts:*.example.com", origin: "*.example.com", action: pace, maxConcurrency: 2 }',
+    );
+    const r = await proxyGet(proxy.proxyPort, `${site.url}/page`);
+    assert.equal(r.headers['x-robots-proxy-decision'], 'allow; reason=no-matching-rule; rule=hosts:127.0.0.1');
+  });
+
+  it('applies a new policy on SIGHUP, and keeps it when the next file is invalid', async () => {
+    rewrite('policy:\n  rules:\n    - { name: no-page, path: /page, action: deny }\n');
+    proxy.kill('SIGHUP');
+    const reloaded = await proxy.waitForEvent('config-reloaded');
+    assert.deepEqual(reloaded['applied'], ['hosts["127.0.0.1"]', 'hosts["*.example.com"]', 'policy.rules']);
+    assert.equal((await proxyGet(proxy.proxyPort, `${site.url}/page`)).headers['x-robots-proxy-decision'], 'deny; reason=operator-policy; rule=no-page');
+
+    rewrite('policy:\n  rules:\n    - { name: no-page, path: /page, action: forbid }\n');
+    proxy.kill('SIGHUP');
+    const failed = await proxy.waitForEvent('config-reload-failed');
+    assert.match(String(failed['error']), /policy\.rules\["0"\]\.action/);
+    const still = await proxyGet(proxy.proxyPort, `${site.url}/page`);
+    assert.equal(still.status, 403);
+    assert.equal(still.headers['x-robots-proxy-decision'], 'deny; reason=operator-policy; rule=no-page');
   });
 });
