@@ -192,14 +192,14 @@ export class RequestPipeline {
   /**
    * Decides a request without forwarding it: the identity's binding (a bound identity is
    * decided for its bound tokens; a mismatching User-Agent with `onMismatch: deny` is refused
-   * `identity-mismatch`), the private-network guard, then robots.txt. Used by the pipeline, by
-   * tunnel-mode CONNECT, by Upgrades and by the admin `explain` endpoint. Never rejects.
+   * `identity-mismatch`), the private-network guard, then the operator's policy rules
+   * (`policy.rules`, matched on the identity's name, the tokens the request is decided for, the
+   * origin, path and `method`): an enforced `deny` is answered before robots.txt is fetched, so
+   * nothing reaches the origin; otherwise robots.txt decides, with the rule and `enforcement` on
+   * top ({@link applyPolicy}). The identity check and the private-network guard refuse in every
+   * enforcement mode: they protect the proxy. Used by the pipeline, by tunnel-mode CONNECT, by
+   * Upgrades and by the admin `explain` endpoint. Never rejects.
    * @param identity who the client is (admission, `src/access/`), or null for none.
-   * Then the operator's policy rules (`policy.rules`, matched on the identity's name, the tokens
-   * the request is decided for, the origin, path and `method`): an enforced `deny` is answered
-   * before robots.txt is fetched, so nothing reaches the origin; otherwise robots.txt decides,
-   * with the rule and `enforcement` on top ({@link applyPolicy}). The identity check and the
-   * private-network guard refuse in every enforcement mode: they protect the proxy.
    * @param method the request's method (`CONNECT` for a tunnel-mode CONNECT), for `method:` rules.
    * @returns the decision (its `identity` filled in), the User-Agent's candidate product tokens,
    *   and the facts the policy matched (for {@link RequestPipeline.waitForSlot}).
