@@ -268,6 +268,31 @@ describe('enforcement: report', () => {
   });
 });
 
+describe('pacing.enabled: false', () => {
+  let site: TestOrigin;
+  let proxy: Proxy;
+  const logs = captureLogs();
+
+  before(async () => {
+    site = await startOrigin(siteHandler({ robots: 'User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n' }));
+    proxy = await startTestProxy({ enforcement: 'report', pacing: { enabled: false, minDelay: '10s' }, log: { level: 'info' } }, { logger: logs.logger });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await site?.close();
+  });
+
+  it('starts requests with no delay, whatever Crawl-delay and minDelay say (report mode can run without slowing anyone)', async () => {
+    const answers = await Promise.all(['/a', '/b', '/private/c'].map((p) => get(proxy, site.url + p)));
+    assert.deepEqual(answers.map((a) => a.status), [200, 200, 200]);
+    await waitFor(() => logs.lines.filter((l) => l['msg'] === 'request').length === 3, 'access lines');
+    const decisions = logs.lines.filter((l) => l['msg'] === 'request').map((l) => l['decision'] as Record<string, unknown>);
+    assert.deepEqual(decisions.map((d) => (d['pacing'] as Record<string, unknown>)['delayMs']), [0, 0, 0]);
+    assert.deepEqual(decisions.map((d) => d['crawlDelaySeconds']), [30, 30, 30], 'the Crawl-delay was read, and not applied');
+  });
+});
+
 describe('policy reload', () => {
   let site: TestOrigin;
   let proxy: RunningProxy;
