@@ -17,6 +17,8 @@
  *                  requests (a mix of origins, globs, paths, tokens, methods, identities),
  *                  then one that matches every origin of the bench (`origin: 127.0.0.1`,
  *                  action pace, maxConcurrency 4: the default, so pacing is unchanged)
+ *   rp-policy20-none  the same 20 rules with the last one on 127.0.0.2: none matches (the
+ *                  matching alone, without a rule's facts in the Decision and the log line)
  * robots-proxy deviates from config/default.yaml in upstream.allowPrivateNetworks
  * (true: the origins are on loopback, which the default refuses), and in the
  * ports and stateDir (free ports, a temp dir); nothing else.
@@ -450,6 +452,12 @@ async function main(): Promise<void> {
       key: 'rp-policy20',
       label: 'robots-proxy, default + 20 policy rules (the last matches)',
       start: () => startRobotsProxy(pinTarget, workDir, 'rp-policy20', [[['policy', 'rules'], [...BENCH_POLICY_RULES]]]),
+    },
+    {
+      key: 'rp-policy20-none',
+      label: 'robots-proxy, default + 20 policy rules (none matches)',
+      start: () =>
+        startRobotsProxy(pinTarget, workDir, 'rp-policy20-none', [[['policy', 'rules'], BENCH_POLICY_RULES.map((r) => (r['name'] === 'bench-origins' ? { ...r, origin: '127.0.0.2' } : r))]]),
     },
     {
       key: 'rp-warn-mc64',
