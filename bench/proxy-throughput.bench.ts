@@ -446,6 +446,20 @@ async function main(): Promise<void> {
         return { ...running, proxyAuthorization: `Basic ${Buffer.from(`bench:${BENCH_PASSWORD}`).toString('base64')}` };
       },
     },
+    {
+      key: 'rp-auth-policy20',
+      label: 'robots-proxy, default + proxy authentication + 20 policy rules (the last matches)',
+      start: async () => {
+        // Issue 8's figure: authentication and 20 policy rules together, against rp.
+        const dir = join(workDir, 'rp-auth-policy20-users');
+        mkdirSync(dir);
+        const users = join(dir, 'users');
+        writeFileSync(users, `bench:${bcrypt.hashSync(BENCH_PASSWORD, 10)}\n`);
+        const changes: Array<[string[], unknown]> = [[['access', 'credentialsFile'], users], [['policy', 'rules'], [...BENCH_POLICY_RULES]]];
+        const running = await startRobotsProxy(pinTarget, workDir, 'rp-auth-policy20', changes);
+        return { ...running, proxyAuthorization: `Basic ${Buffer.from(`bench:${BENCH_PASSWORD}`).toString('base64')}` };
+      },
+    },
     { key: 'rp-warn', label: 'robots-proxy, log at warn', start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn', [[['log', 'level'], 'warn']]) },
     { key: 'rp-mc64', label: 'robots-proxy, default + maxConcurrency 64', shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, 'rp-mc64', [[['pacing', 'maxConcurrency'], 64]]) },
     {
