@@ -161,6 +161,9 @@ function toLoggedDecision(decision: Decision, truncated: string[]): LoggedDecisi
     snapshot: snapshot === null ? null : toLoggedSnapshot(snapshot, cap(snapshot.url, other, d.snapshot_url, truncated)),
     identity: decision.identity,
   };
+  // The operator's rule (its name is the operator's, at most 300 chars by the schema) and the would-deny reason.
+  if (decision.policy !== undefined) logged.policy = decision.policy;
+  if (decision.wouldDeny !== undefined) logged.wouldDeny = decision.wouldDeny;
   if (decision.detail !== undefined) logged.detail = cap(decision.detail, other, d.detail, truncated);
   if (decision.proxyAuthenticate !== undefined) logged.proxyAuthenticate = decision.proxyAuthenticate;
   if (decision.retryAfterSeconds !== undefined) logged.retryAfterSeconds = decision.retryAfterSeconds;

@@ -80,6 +80,8 @@ const decisionModel: Model<LoggedDecision> = {
   crawlDelaySeconds: nullable(anyNumber),
   snapshot: nullable(fc.record(snapshotModel)),
   identity: nullable(fc.record(identityModel)),
+  policy: fc.record({ rule: text, action: fc.constantFrom('deny', 'allow', 'report', 'pace') }),
+  wouldDeny: fc.constantFrom(...DECISION_REASONS),
   detail: text,
   proxyAuthenticate: text,
   retryAfterSeconds: anyNumber,
