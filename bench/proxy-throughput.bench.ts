@@ -303,11 +303,12 @@ async function startSquid(squid: string, pin: string[], workDir: string, name: s
 }
 
 /**
- * Writes config/default.yaml with only `changes` applied (comments kept), so
- * the proxy runs what `npm start` runs, whatever the defaults are today.
+ * Writes `repo`'s config/default.yaml with only `changes` applied (comments kept), so
+ * the proxy runs what `npm start` runs, whatever the defaults are today. A baseline
+ * checkout (BENCH_BASELINE) gets its own default.yaml: its schema may not know today's keys.
  */
-function proxyConfigFile(path: string, changes: Array<[string[], unknown]>): void {
-  const doc = parseDocument(readFileSync(join(REPO, 'config/default.yaml'), 'utf8'));
+function proxyConfigFile(path: string, changes: Array<[string[], unknown]>, repo: string = REPO): void {
+  const doc = parseDocument(readFileSync(join(repo, 'config/default.yaml'), 'utf8'));
   for (const [key, value] of changes) doc.setIn(key, value);
   writeFileSync(path, doc.toString());
 }
@@ -341,7 +342,7 @@ async function startRobotsProxy(pin: string[], workDir: string, name: string, ch
     [['stateDir'], join(dir, 'state')],
     [['upstream', 'allowPrivateNetworks'], true],
     ...changes,
-  ]);
+  ], repo);
   const logFile = join(dir, 'stdout.log');
   const stdout = openSync(logFile, 'a');
   const stderr = openSync(join(dir, 'stderr.log'), 'a');
