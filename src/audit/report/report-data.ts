@@ -78,6 +78,16 @@ function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
+/** The outcome columns the bots and origins tables share, in this order (keys of their rows). */
+const OUTCOME_COLUMNS: ReadonlyArray<[string, string]> = [
+  ['requests', 'Requests'],
+  ['allowed', 'Allowed'],
+  ['refused', 'Refused'],
+  ['refusedByRule', 'By rule'],
+  ['robotsUnreachable', 'robots.txt unreachable'],
+  ['queueFull', 'Queue full'],
+];
+
 function table(columns: Array<[string, string]>, rows: Array<Record<string, Cell>>): ReportTable {
   return { columns: columns.map(([key, title]) => ({ key, title })), rows };
 }
@@ -377,12 +387,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['token', 'Product token'],
           ['operator', 'Operator'],
           ['category', 'Category'],
-          ['requests', 'Requests'],
-          ['allowed', 'Allowed'],
-          ['refused', 'Refused'],
-          ['refusedByRule', 'By rule'],
-          ['robotsUnreachable', 'robots.txt unreachable'],
-          ['queueFull', 'Queue full'],
+          ...OUTCOME_COLUMNS,
           ['topRule', 'Rule that refused it most'],
           ['topRuleRefusals', 'Its refusals'],
           ['paced', 'Paced'],
@@ -425,12 +430,7 @@ export function buildReport(reader: LedgerReader, query: ReportQuery, nowMs: num
           ['robotsTruncated', 'Truncated'],
           ['crawlDelays', 'Crawl-delay in the file (s)'],
           ['delayMaxMs', 'Delay applied (ms)'],
-          ['requests', 'Requests'],
-          ['allowed', 'Allowed'],
-          ['refused', 'Refused'],
-          ['refusedByRule', 'By rule'],
-          ['robotsUnreachable', 'robots.txt unreachable'],
-          ['queueFull', 'Queue full'],
+          ...OUTCOME_COLUMNS,
           ['bots', 'Bots'],
           ['botNames', 'Bots seen'],
           ['backoffs', 'Upstream 429/503 pauses'],
