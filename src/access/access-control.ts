@@ -13,6 +13,7 @@
  * request. Extension, not in RFC 9309.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
@@ -68,6 +69,18 @@ export interface AccessControlDeps {
 }
 
 const ANONYMOUS: AdmittedClient = { name: null, source: null };
+/** The admission of every anonymous client (shared: admissions are never changed once made). */
+const ADMITTED_ANONYMOUS: Admission = { isAdmitted: true, identity: null, client: ANONYMOUS };
+
+/**
+ * Credentials verified on one client connection: the `Proxy-Authorization` value as sent, the
+ * configuration generation it was verified under, and the admission it gave.
+ */
+interface ConnectionCredential {
+  readonly authorization: string;
+  readonly generation: number;
+  readonly admission: Admission;
+}
 
 /** Admission of clients (lifecycle: none; {@link AccessControl.apply} swaps in a reloaded configuration). */
 export class AccessControl {
@@ -76,6 +89,15 @@ export class AccessControl {
   #verifier: CredentialVerifier | undefined;
   #identities = new Map<string, Identity>();
   readonly #throttle: AuthThrottle;
+  /** Bumped by every {@link AccessControl.apply}: a credential verified under an older generation is checked again. */
+  #generation = 0;
+  /**
+   * Per client connection, the credentials last verified on it: a keep-alive client sends the same
+   * `Proxy-Authorization` with every request, and its later requests are admitted without the
+   * HMAC, the failure budget or an await (issue 8: authentication within 5% of none). A different
+   * value, or a reload since, takes the full check. Weak: gone with the socket.
+   */
+  readonly #verifiedOnConnection = new WeakMap<Socket, ConnectionCredential>();
 
   constructor(prepared: PreparedAccess, private readonly deps: AccessControlDeps) {
     this.#throttle = new AuthThrottle({ maxFailures: prepared.config.access.maxAuthFailures, windowMs: prepared.config.access.authFailureWindowMs });
@@ -86,6 +108,7 @@ export class AccessControl {
   apply(prepared: PreparedAccess): void {
     const { config } = prepared;
     this.#config = config;
+    this.#generation += 1;
     this.#ranges = new ClientRanges(config.access.clients);
     this.#identities = new Map();
     this.#throttle.setLimits({ maxFailures: config.access.maxAuthFailures, windowMs: config.access.authFailureWindowMs });
@@ -128,12 +151,14 @@ export class AccessControl {
 
   /**
    * Admits one request or CONNECT (see the module comment). Removes `Proxy-Authorization` from
-   * `req.headers` (it is for this proxy only, and must reach no log or upstream). Never rejects.
+   * `req.headers` (it is for this proxy only, and must reach no log or upstream). Never throws
+   * or rejects. Synchronous (no promise) unless credentials must be verified: a client without
+   * them, a request inside a tunnel, and a connection's repeated credentials are answered at once.
    * @returns the identity (null: anonymous), or the refusal to answer with.
    */
-  async admit(req: IncomingMessage, context: AdmissionContext = {}): Promise<Admission> {
+  admit(req: IncomingMessage, context: AdmissionContext = {}): Admission | Promise<Admission> {
     const authorization = req.headers['proxy-authorization'];
-    delete req.headers['proxy-authorization'];
+    if (authorization !== undefined) delete req.headers['proxy-authorization'];
     const address = req.socket?.remoteAddress ?? '';
     const origin = context.origin ?? '';
     const range = this.#ranges.match(address);
@@ -146,7 +171,12 @@ export class AccessControl {
     // A tunnel opened without credentials is admitted as a request without them is now, so a
     // reload that adds a credentials file or renames a range's identity applies to it too.
     if (tunnel !== undefined) return this.#admitWithoutCredentials(range.identity, origin);
-    if (authorization !== undefined && this.#verifier !== undefined) return this.#authenticate(authorization, address, origin, this.#verifier);
+    if (authorization !== undefined && this.#verifier !== undefined) {
+      const socket = req.socket;
+      const remembered = socket === undefined ? undefined : this.#verifiedOnConnection.get(socket);
+      if (remembered !== undefined && remembered.authorization === authorization && remembered.generation === this.#generation) return remembered.admission;
+      return this.#authenticate(authorization, address, origin, this.#verifier, socket);
+    }
     return this.#admitWithoutCredentials(range.identity, origin);
   }
 
@@ -154,7 +184,7 @@ export class AccessControl {
   #admitWithoutCredentials(rangeIdentity: string | undefined, origin: string): Admission {
     if (rangeIdentity !== undefined) return this.#admitted(this.identityNamed(rangeIdentity, 'client-range'), { name: rangeIdentity, source: 'client-range' });
     if (this.#verifier !== undefined) return { isAdmitted: false, refusal: this.#challenge(origin, 'this proxy requires credentials: none were given (Proxy-Authorization: Basic)') };
-    return { isAdmitted: true, identity: null, client: ANONYMOUS };
+    return ADMITTED_ANONYMOUS;
   }
 
   #admitted(identity: Identity, client: AdmittedClient): Admission {
@@ -172,7 +202,7 @@ export class AccessControl {
     return this.#admitted(this.identityNamed(entry.identity, 'credentials'), client);
   }
 
-  async #authenticate(authorization: string, address: string, origin: string, verifier: CredentialVerifier): Promise<Admission> {
+  async #authenticate(authorization: string, address: string, origin: string, verifier: CredentialVerifier, socket: Socket | undefined): Promise<Admission> {
     // The check counts against the address's budget from now on, so concurrent guesses cannot outrun it.
     const waitMs = this.#throttle.begin(address, this.deps.clock.nowMs());
     if (waitMs !== undefined) {
@@ -180,11 +210,15 @@ export class AccessControl {
       const detail = `more than ${this.#config.access.maxAuthFailures} failed credential checks from this address within access.authFailureWindow; credentials are not checked for ${retryAfterSeconds} s`;
       return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds } };
     }
+    const generation = this.#generation;
     const verification = await verifier.verify(authorization);
     this.#throttle.settle(address, this.deps.clock.nowMs(), !verification.ok);
     if (verification.ok) {
       const { entry } = verification;
-      return this.#admitted(this.identityNamed(entry.identity, 'credentials'), { name: entry.identity, source: 'credentials', credential: { user: entry.user, hash: entry.hash } });
+      const admission = this.#admitted(this.identityNamed(entry.identity, 'credentials'), { name: entry.identity, source: 'credentials', credential: { user: entry.user, hash: entry.hash } });
+      // Remembered for the connection's next requests, unless a reload came while bcrypt ran.
+      if (socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
+      return admission;
     }
     const detail =
       verification.failure === 'malformed'

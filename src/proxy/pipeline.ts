@@ -185,7 +185,7 @@ export class RequestPipeline {
    * Admits a request, CONNECT or Upgrade (client range, proxy credentials -> identity, see
    * `src/access/access-control.ts`), before anything is fetched or sent upstream. Never rejects.
    */
-  admit(req: IncomingMessage, context: AdmissionContext): Promise<Admission> {
+  admit(req: IncomingMessage, context: AdmissionContext): Admission | Promise<Admission> {
     return this.deps.access.admit(req, context);
   }
 
@@ -411,7 +411,9 @@ export class RequestPipeline {
     registration.end = finishWith;
 
     // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
-    const admitted = this.isDraining ? undefined : await this.admit(req, { origin: target.origin, ...(p.tunnel ? { tunnel: p.tunnel } : {}) });
+    let admitted = this.isDraining ? undefined : this.admit(req, { origin: target.origin, ...(p.tunnel ? { tunnel: p.tunnel } : {}) });
+    // Admission answers at once unless credentials are verified: no microtask hop then.
+    if (admitted instanceof Promise) admitted = await admitted;
     const identity = admitted?.isAdmitted ? admitted.identity : null;
     // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
     const decided =

@@ -8,7 +8,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { writeFileSync, appendFileSync, mkdtempSync } from 'node:fs';
+import { writeFileSync, appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,6 +184,59 @@ describe('proxy authentication with real clients', () => {
     assert.match(body.message, /users:5: user "dave" has no bcrypt hash/);
     assert.doesNotMatch(body.message, /plain-text-password/);
     assert.equal((await get(proxy.proxyAddress.port, `${origin.url}/c2`, { headers: { 'proxy-authorization': basic('carol', carol) } })).status, 200, 'the previous file stays in force');
+  });
+});
+
+describe('credentials on a keep-alive connection', () => {
+  let proxy: Proxy;
+  let origin: TestOrigin;
+  let credentialsFile: string;
+
+  before(async () => {
+    origin = await startOrigin(siteHandler({ robots: ROBOTS }));
+    credentialsFile = writeCredentials();
+    const config = { access: { clients: ['127.0.0.1/32'], credentialsFile } };
+    proxy = await startTestProxy(config, { configPath: writeTempFile('config.yaml', JSON.stringify({ ...config, listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 }, upstream: { allowPrivateNetworks: true } })) });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('are checked on every request: other, missing or reloaded-away credentials on the same connection get 407', async () => {
+    // One socket for every request: the proxy remembers what it verified on a connection, and must
+    // still refuse whatever differs from it, and what a reload took away.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const ports = new Set<number>();
+    const send = (path: string, authorization?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port: proxy.proxyAddress.port, path: `${origin.url}${path}`, agent, headers: { 'user-agent': UA, ...(authorization ? { 'proxy-authorization': authorization } : {}) } },
+          (res) => {
+            ports.add(res.socket.localPort ?? 0);
+            res.resume().on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', reject).end();
+      });
+    try {
+      assert.equal(await send('/1', basic('alice', ALICE_PASSWORD)), 200);
+      assert.equal(await send('/2', basic('alice', ALICE_PASSWORD)), 200, 'the same credentials again');
+      assert.equal(await send('/3', basic('alice', 'not-it')), 407, 'a wrong password after a right one');
+      assert.equal(await send('/4'), 407, 'no credentials after right ones');
+      assert.equal(await send('/5', basic('bob', BOB_PASSWORD)), 200, 'another user on the same connection');
+      assert.equal(await send('/6', basic('alice', ALICE_PASSWORD)), 200);
+      // alice's password changes in the file; the connection that verified the old one stays open.
+      const text = readFileSync(credentialsFile, 'utf8').replace(/^alice:.*$/m, `alice:${bcrypt.hashSync('alice-new-password', 4)}`);
+      writeFileSync(credentialsFile, text);
+      assert.equal((await fetch(`${proxy.adminUrl}/reload`, { method: 'POST' })).status, 200);
+      assert.equal(await send('/7', basic('alice', ALICE_PASSWORD)), 407, 'the old password, after the reload');
+      assert.equal(await send('/8', basic('alice', 'alice-new-password')), 200, 'the new one');
+      assert.equal(ports.size, 1, `every request went over one connection (client ports ${[...ports].join(', ')})`);
+    } finally {
+      agent.destroy();
+    }
   });
 });
 
