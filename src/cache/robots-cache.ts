@@ -113,6 +113,8 @@ export class RobotsCache {
   readonly #fetch: FetchRobots;
   readonly #clock: Clock;
   readonly #store: SnapshotStore;
+  /** Set once the store answered `get` with a promise: {@link RobotsCache.getFresh} then always defers to `get`. */
+  #isStoreAsync = false;
   readonly #logger: CacheLogger | undefined;
   #errorRetryMs: number;
   #errorRetryMaxMs: number;
@@ -181,6 +183,31 @@ export class RobotsCache {
       if (this.#inFlight.get(origin) === refresh) this.#inFlight.delete(origin);
     });
     return refresh;
+  }
+
+  /**
+   * The snapshot of `origin` at once when it is cached, fresh, not marked stale and no fetch of
+   * it runs, and the store answers synchronously (the memory store does; Redis does not): a
+   * cache hit, as {@link RobotsCache.get} would count it. Undefined otherwise (then `get`).
+   * Never throws: a store failure is left for `get` to log.
+   */
+  getFresh(origin: string): CachedRobotsSnapshot | undefined {
+    if (this.#isStoreAsync || this.#inFlight.has(origin)) return undefined;
+    let entry: ReturnType<SnapshotStore['get']>;
+    try {
+      entry = this.#store.get(origin);
+    } catch {
+      return undefined;
+    }
+    if (entry instanceof Promise) {
+      // A store that answers later: never asked synchronously again (its answer here is dropped; `get` asks again).
+      this.#isStoreAsync = true;
+      void entry.catch(() => undefined);
+      return undefined;
+    }
+    if (entry === undefined || this.#clock.nowMs() >= nextFetchAtMs(entry.snapshot) || this.#stale.has(origin)) return undefined;
+    this.#counts.hits++;
+    return entry.snapshot;
   }
 
   /**

@@ -25,13 +25,19 @@ import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type UpstreamForwarder } from './f
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER, isCertificateError, renderProxyResponse } from './responses.js';
 import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
-import type { TargetGuard } from './target-guard.js';
+import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
 
 /** Where robots snapshots come from (the robots cache). */
 export interface SnapshotSource {
   /** The origin's current robots snapshot; fetched at most once at a time per origin. Never rejects. */
   get(origin: string): Promise<RobotsSnapshot>;
+  /**
+   * The origin's snapshot at once, when it is cached, fresh and the store answers synchronously
+   * (counted as a cache hit); undefined otherwise: then call `get`. Spares a fresh entry's
+   * request the promises of `get` (issue 11). Never throws.
+   */
+  getFresh?(origin: string): RobotsSnapshot | undefined;
 }
 
 /** Collaborators of the pipeline. */
@@ -220,15 +226,17 @@ export class RequestPipeline {
       const detail = `identity ${identified.identity?.name} is bound to ${identified.identity?.boundTokens.join(', ')}; the User-Agent names ${productTokens.length > 0 ? productTokens.join(', ') : 'no product token'} (onMismatch: deny)`;
       return { decision: decideWithoutRobots('identity-mismatch', { origin, path, agentTokens: identified.productTokens, identity: identified.identity, detail }), productTokens, policyRequest };
     }
-    const refused = await this.checkTarget(target, userAgent, identified.identity);
-    if (refused) return { decision: refused, productTokens, policyRequest };
+    // Judged at once for IP literals and cached names; a name to resolve waits for the resolver.
+    const port = portOf(target);
+    const guarded = this.deps.guard.checkNow(target.hostname, port) ?? (await this.deps.guard.check(target.hostname, port));
+    if (!guarded.allowed) return { decision: this.#targetRefusal(guarded, target, userAgent, identified.identity), productTokens, policyRequest };
     const { enforcement } = this.config;
     const rule = this.policy.match(policyRequest);
     if (rule?.action === 'deny' && enforcement === 'enforce') {
       const denial = decidePolicyDenial(rule, { origin, path, agentTokens: identified.productTokens, identity: identified.identity });
       return { decision: denial, productTokens, policyRequest };
     }
-    const snapshot = await this.deps.robots.get(origin);
+    const snapshot = this.deps.robots.getFresh?.(origin) ?? (await this.deps.robots.get(origin));
     const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens: identified.productTokens, identity: identified.identity });
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
       decision.reason = 'upstream-error';
@@ -253,7 +261,11 @@ export class RequestPipeline {
    */
   async checkTarget(target: URL, userAgent: string | undefined, identity: DecisionIdentity | null = null): Promise<Decision | undefined> {
     const guarded = await this.deps.guard.check(target.hostname, portOf(target));
-    if (guarded.allowed) return undefined;
+    return guarded.allowed ? undefined : this.#targetRefusal(guarded, target, userAgent, identity);
+  }
+
+  /** The refusal of a target the guard refused: `bad-request` for this proxy's own listener, else `target-private-network`. */
+  #targetRefusal(guarded: Extract<TargetCheck, { allowed: false }>, target: URL, userAgent: string | undefined, identity: DecisionIdentity | null): Decision {
     const fields = { origin: target.origin, path: pathAndQueryOf(target), agentTokens: this.tokensOf(userAgent), identity };
     const at = target.hostname === guarded.address ? guarded.address : `${target.hostname} (${guarded.address})`;
     return guarded.code === OWN_LISTENER_CODE

@@ -110,6 +110,9 @@ export interface TargetRefusal {
 /** Result of {@link TargetGuard.check}. */
 export type TargetCheck = { allowed: true } | ({ allowed: false } & TargetRefusal);
 
+/** The verdict of every allowed target (shared: verdicts are never changed once made). */
+const ALLOWED: TargetCheck = Object.freeze({ allowed: true });
+
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
@@ -178,25 +181,40 @@ export class TargetGuard {
    * Never rejects.
    */
   async check(hostname: string, port: number): Promise<TargetCheck> {
+    const known = this.checkNow(hostname, port);
+    if (known !== undefined) return known;
+    const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+    const addresses = await new Promise<string[]>((resolve) => {
+      this.#resolve(bare, { all: true }, (err, found) => resolve(err ? [] : found.map((a) => a.address)));
+    });
+    this.#answers.set(bare, addresses);
+    return this.#judge(addresses, port);
+  }
+
+  /**
+   * {@link TargetGuard.check} when it needs no resolution (an IP literal, a port not judged, a
+   * name whose answers are cached): the verdict at once; undefined when the name must be
+   * resolved first. Never throws.
+   */
+  checkNow(hostname: string, port: number): TargetCheck | undefined {
     const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
     if (isIP(bare) !== 0) return this.#verdict(this.refusalFor(bare, port));
-    if (!this.#needsJudging(port)) return { allowed: true };
-    let addresses = this.#answers.get(bare);
-    if (addresses === undefined) {
-      addresses = await new Promise<string[]>((resolve) => {
-        this.#resolve(bare, { all: true }, (err, found) => resolve(err ? [] : found.map((a) => a.address)));
-      });
-      this.#answers.set(bare, addresses);
-    }
+    if (!this.#needsJudging(port)) return ALLOWED;
+    const addresses = this.#answers.get(bare);
+    return addresses === undefined ? undefined : this.#judge(addresses, port);
+  }
+
+  /** The verdict on a name from its addresses: refused when any one is. */
+  #judge(addresses: readonly string[], port: number): TargetCheck {
     for (const address of addresses) {
       const refusal = this.refusalFor(address, port);
       if (refusal) return this.#verdict(refusal);
     }
-    return { allowed: true };
+    return ALLOWED;
   }
 
   #verdict(refusal: TargetRefusal | undefined): TargetCheck {
-    return refusal === undefined ? { allowed: true } : { allowed: false, ...refusal };
+    return refusal === undefined ? ALLOWED : { allowed: false, ...refusal };
   }
 
   /**

@@ -86,6 +86,24 @@ describe('RobotsCache single flight', () => {
     assert.equal(cache.stats().hits, 1);
   });
 
+  it('getFresh answers a fresh entry at once (a hit) and leaves a missing, expired, stale or fetching one to get', async () => {
+    const o = await switchableOrigin({ status: 200, body: ROBOTS, delayMs: 20 });
+    const { cache, clock } = realCache();
+    assert.equal(cache.getFresh(o.origin), undefined, 'nothing cached');
+    const first = cache.get(o.origin);
+    assert.equal(cache.getFresh(o.origin), undefined, 'a fetch runs');
+    const snapshot = await first;
+    assert.equal(cache.getFresh(o.origin), snapshot);
+    assert.equal(cache.stats().hits, 1);
+    cache.invalidate(o.origin);
+    assert.equal(cache.getFresh(o.origin), undefined, 'stale: replaced elsewhere');
+    await cache.get(o.origin);
+    assert.ok(cache.getFresh(o.origin) !== undefined, 'refreshed');
+    clock.advance(TTL_MS);
+    assert.equal(cache.getFresh(o.origin), undefined, 'expired');
+    assert.equal(o.hits.length, 2, 'getFresh never fetches');
+  });
+
   it('an expired entry is fetched again, once for any number of concurrent callers', async () => {
     const o = await switchableOrigin({ status: 200, body: ROBOTS, delayMs: 20 });
     const { cache, clock } = realCache();

@@ -109,6 +109,18 @@ describe('TargetGuard.check', () => {
     assert.deepEqual(await guard.check('10.0.0.1', 80), { allowed: true });
   });
 
+  it('checkNow judges literals and cached names at once, and leaves a name not yet resolved to check', async () => {
+    const guard = new TargetGuard({ allowPrivate: false, resolve: tableResolver({ 'mixed.test': ['93.184.215.14', '10.0.0.1'], 'public.test': ['93.184.215.14'] }) });
+    assert.deepEqual(guard.checkNow('127.0.0.1', 80), { allowed: false, code: PRIVATE_TARGET_CODE, address: '127.0.0.1', port: 80 });
+    assert.deepEqual(guard.checkNow('93.184.215.14', 80), { allowed: true });
+    assert.equal(guard.checkNow('mixed.test', 80), undefined, 'not resolved yet');
+    assert.equal(guard.checkNow('public.test', 80), undefined, 'not resolved yet');
+    assert.equal((await guard.check('mixed.test', 80)).allowed, false);
+    assert.equal((await guard.check('public.test', 80)).allowed, true);
+    assert.deepEqual(guard.checkNow('mixed.test', 80), { allowed: false, code: PRIVATE_TARGET_CODE, address: '10.0.0.1', port: 80 }, 'the cached answers are judged again, the same way');
+    assert.deepEqual(guard.checkNow('public.test', 80), { allowed: true });
+  });
+
   it('a listener on 0.0.0.0 is reached through every loopback address', async () => {
     const guard = new TargetGuard({ allowPrivate: true });
     guard.setOwnListeners([{ host: '0.0.0.0', port: 9091 }]);
