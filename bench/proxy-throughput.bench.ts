@@ -37,6 +37,8 @@
  * Environment: BENCH_QUICK=1 (1 round of 1 s), BENCH_ONLY=key,... (target
  * and shape keys; a category left out runs whole), BENCH_SECONDS, BENCH_ROUNDS,
  * BENCH_PIN=0 (no taskset),
+ * BENCH_VARIANT_NODE_OPTIONS (adds target `rp-flags`: rp with these node flags, e.g.
+ * "--max-semi-space-size=16" for V8's own young generation),
  * BENCH_PROXY_NODE_OPTIONS (extra node flags for the robots-proxy processes,
  * e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_BARE_NODE_OPTIONS (the
  * same for the bare forwarder), BENCH_BASELINE=DIR[,DIR2] (other checkouts,
@@ -331,7 +333,7 @@ function ensureBuild(): string {
  * runs, from the repository root, stdout (where the log goes) to a file in
  * the temp dir.
  */
-async function startRobotsProxy(pin: string[], workDir: string, name: string, changes: Array<[string[], unknown]>, repo: string = REPO): Promise<Running> {
+async function startRobotsProxy(pin: string[], workDir: string, name: string, changes: Array<[string[], unknown]>, repo: string = REPO, nodeFlags: string[] = []): Promise<Running> {
   const dir = join(workDir, name);
   mkdirSync(dir);
   const [port, adminPort] = [await freePort(), await freePort()];
@@ -346,7 +348,7 @@ async function startRobotsProxy(pin: string[], workDir: string, name: string, ch
   const logFile = join(dir, 'stdout.log');
   const stdout = openSync(logFile, 'a');
   const stderr = openSync(join(dir, 'stderr.log'), 'a');
-  const argv = [process.execPath, ...flagsOf('BENCH_PROXY_NODE_OPTIONS'), join(repo, 'dist/cli.js'), 'serve', '--config', configPath];
+  const argv = [process.execPath, ...flagsOf('BENCH_PROXY_NODE_OPTIONS'), ...nodeFlags, join(repo, 'dist/cli.js'), 'serve', '--config', configPath];
   const command = [...pin, ...argv];
   const child = spawn(command[0]!, command.slice(1), { cwd: repo, stdio: ['ignore', stdout, stderr] });
   closeSync(stdout);
@@ -461,6 +463,15 @@ async function main(): Promise<void> {
         return { ...running, proxyAuthorization: `Basic ${Buffer.from(`bench:${BENCH_PASSWORD}`).toString('base64')}` };
       },
     },
+    ...(flagsOf('BENCH_VARIANT_NODE_OPTIONS').length === 0
+      ? []
+      : [
+          {
+            key: 'rp-flags',
+            label: `robots-proxy, default + node ${flagsOf('BENCH_VARIANT_NODE_OPTIONS').join(' ')}`,
+            start: () => startRobotsProxy(pinTarget, workDir, 'rp-flags', [], REPO, flagsOf('BENCH_VARIANT_NODE_OPTIONS')),
+          },
+        ]),
     { key: 'rp-warn', label: 'robots-proxy, log at warn', start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn', [[['log', 'level'], 'warn']]) },
     { key: 'rp-mc64', label: 'robots-proxy, default + maxConcurrency 64', shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, 'rp-mc64', [[['pacing', 'maxConcurrency'], 64]]) },
     {
