@@ -14,14 +14,22 @@
  * At exit it writes LOOP_PROBE_OUT.PID.json: the requests its HTTP servers
  * received (diagnostics_channel), calls of the global timer functions per
  * request, event-loop delay percentiles, GC pauses by
- * kind, and the stalls.
+ * kind, and the stalls. Besides, under load: the main thread's CPU time between
+ * two checks (ranPerCheckMs percentiles; ranPerCheck, each [at ms, CPU ms]):
+ * the loop delay as it would be on a machine where nothing else wants the
+ * core; and the synchronous work other than requests, timed so that a stall
+ * can be traced to it (syncWorkMs; per stall ledgerMs and logWriteMs): the
+ * ledger's write transaction (better-sqlite3, WAL checkpoints included) and
+ * the logger's write(2) calls (fs.writeSync).
  *
  * LOOP_PROBE_HEAP=all also samples allocations (V8's sampling heap profiler,
  * one sample per 32 KiB) and writes LOOP_PROBE_OUT.PID.heapprofile (open it
  * in Chrome DevTools, or summarise it with bench/heap-summary.ts): where the
  * bytes are allocated. LOOP_PROBE_HEAP=promoted keeps only the samples that
  * survived the young generation (promoted to the old one): what makes the
- * scavenges copy and the old generation grow. Plain JavaScript (Linux /proc), so it
+ * scavenges copy and the old generation grow. LOOP_PROBE_HEAP_AFTER=N starts
+ * sampling at the Nth request (heapSampledRequests in the JSON: the requests
+ * the profile covers), leaving start-up and warm-up out. Plain JavaScript (Linux /proc), so it
  * preloads into `node dist/cli.js` without tsx. The probe itself costs a
  * timer every TICK_MS and a small file read: use it for diagnosis, not for
  * the figures.
@@ -57,14 +65,21 @@ new PerformanceObserver((list) => {
 
 const heapMode = process.env.LOOP_PROBE_HEAP;
 const session = heapMode === 'all' || heapMode === 'promoted' ? new Session() : undefined;
-if (session) {
+/** LOOP_PROBE_HEAP_AFTER=N: sample from the Nth request on (start-up and warm-up left out). */
+const heapAfterRequests = Number(process.env.LOOP_PROBE_HEAP_AFTER ?? 0);
+/** Requests received when sampling began. */
+let requestsAtHeapStart = 0;
+let isSampling = false;
+const startSampling = () => {
+  isSampling = true;
+  requestsAtHeapStart = requests;
   session.connect();
   session.post('HeapProfiler.startSampling', {
     samplingInterval: 32 * 1024,
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: heapMode === 'all',
   });
-}
+};
 
 /**
  * Synchronous work the proxy does on its event loop besides requests, timed so that a stall can
@@ -133,7 +148,9 @@ let lastRequestAt = -Infinity;
 subscribe('http.server.request.start', () => {
   requests++;
   lastRequestAt = performance.now();
+  if (session && !isSampling && requests > heapAfterRequests) startSampling();
 });
+if (session && heapAfterRequests <= 0) startSampling();
 
 const stalls = [];
 /** [at ms, the main thread's CPU ms since the previous check], while busy. */
@@ -180,7 +197,7 @@ const percentiles = (values) => {
 process.on('exit', () => {
   if (!out) return;
   // An in-process inspector session answers synchronously.
-  session?.post('HeapProfiler.stopSampling', (err, result) => {
+  if (isSampling) session.post('HeapProfiler.stopSampling', (err, result) => {
     if (!err) writeFileSync(`${out}.${process.pid}.heapprofile`, JSON.stringify(result.profile));
   });
   delay.disable();
@@ -191,6 +208,7 @@ process.on('exit', () => {
     pid: process.pid,
     uptimeMs: Math.round(performance.now()),
     requests,
+    ...(session ? { heapSampledRequests: isSampling ? requests - requestsAtHeapStart : 0 } : {}),
     timerCallsPerRequest: Object.fromEntries(Object.entries(timerCalls).map(([k, n]) => [k, requests > 0 ? +(n / requests).toFixed(2) : null])),
     eventLoopDelayMs: { p50: delay.percentile(50) / 1e6, p90: delay.percentile(90) / 1e6, p99: delay.percentile(99) / 1e6, p999: delay.percentile(99.9) / 1e6, max: delay.max / 1e6 },
     gcPausesMs: Object.fromEntries(Object.entries(byKind).map(([kind, ds]) => [kind, percentiles(ds)])),
