@@ -107,12 +107,13 @@ const timed = (what, fn) =>
     const transaction = Database.prototype.transaction;
     Database.prototype.transaction = function (fn) {
       const t = transaction.call(this, fn);
-      const wrapped = timed('ledger-transaction', t.immediate);
-      wrapped.immediate = wrapped;
+      // Every variant timed (the ledger runs `.immediate()`).
+      const wrapped = timed('ledger-transaction', t);
+      for (const variant of ['default', 'deferred', 'immediate', 'exclusive']) wrapped[variant] = timed('ledger-transaction', t[variant]);
       return wrapped;
     };
   } catch {
-    // No better-sqlite3 here (the bare forwarder's checkout has it too; a missing one is fine).
+    // better-sqlite3 not installed here: nothing to time.
   }
 }
 
