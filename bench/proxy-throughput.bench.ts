@@ -47,7 +47,7 @@
  * dir: configs, logs, Squid's cache.log). Contacts 127.0.0.1 only.
  */
 import { createRequire } from 'node:module';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -361,6 +361,34 @@ async function startRobotsProxy(pin: string[], workDir: string, name: string, ch
   return { pid: child.pid!, port, logFile, stop: () => stopChild(child) };
 }
 
+/**
+ * Starts a variant of bench/floor-roles.mjs (the Node floor: `node-floor-server`, `bare-http`,
+ * `bare-dispatch`, `bare-dispatch-raw`) under plain node (no tsx loader), pinned, with
+ * BENCH_BARE_NODE_OPTIONS; `options` go to it as JSON (server and Pool options, cork).
+ */
+async function startFloorRole(pin: string[], variant: string, options: Record<string, unknown> = {}): Promise<Running> {
+  const script = join(dirname(SCRIPT), 'floor-roles.mjs');
+  const execArgv = flagsOf('BENCH_BARE_NODE_OPTIONS');
+  const args = [variant, JSON.stringify(options)];
+  const stdio: Array<'ignore' | 'inherit' | 'ipc'> = ['ignore', 'inherit', 'inherit', 'ipc'];
+  const child =
+    pin.length === 0
+      ? fork(script, args, { execArgv, stdio })
+      : fork(script, args, { execPath: pin[0]!, execArgv: [...pin.slice(1), process.execPath, ...execArgv], stdio });
+  const { port } = await nextMessage<{ port: number }>(child);
+  return { pid: child.pid!, port, stop: () => stopChild(child) };
+}
+
+/**
+ * Extra floor targets from BENCH_FLOOR_EXTRA, a JSON object `{"key": ["variant", {options}]}`,
+ * e.g. `{"raw-cork": ["bare-dispatch-raw", {"cork": true}]}`: options of the variants side by
+ * side with the plain ones, in one run.
+ */
+function floorExtraTargets(pin: string[]): Target[] {
+  const extra = JSON.parse(process.env['BENCH_FLOOR_EXTRA'] ?? '{}') as Record<string, [string, Record<string, unknown>]>;
+  return Object.entries(extra).map(([key, [variant, options]]) => ({ key, label: `${variant} ${JSON.stringify(options)}`, start: () => startFloorRole(pin, variant, options) }));
+}
+
 /** Starts a bench child role as its own process, pinned; it answers with its port(s). */
 async function startRole<T>(pin: string[], role: string, ...args: string[]): Promise<[ChildProcess, T]> {
   const child = forkRole({ prefix: pin, nodeFlags: role === 'bare' ? flagsOf('BENCH_BARE_NODE_OPTIONS') : [] }, SCRIPT, role, ...args);
@@ -434,6 +462,12 @@ async function main(): Promise<void> {
         return { pid: child.pid!, port, stop: () => stopChild(child) };
       },
     },
+    // The Node floor (bench/floor-roles.mjs, plain node): the server alone, and the cheapest forwarders.
+    { key: 'node-floor-server', label: 'Node http server answering itself', start: () => startFloorRole(pinTarget, 'node-floor-server') },
+    { key: 'bare-http', label: 'bare node:http client forwarder', start: () => startFloorRole(pinTarget, 'bare-http') },
+    { key: 'bare-dispatch', label: 'bare undici dispatch forwarder', start: () => startFloorRole(pinTarget, 'bare-dispatch') },
+    { key: 'bare-dispatch-raw', label: 'bare undici dispatch, raw headers', start: () => startFloorRole(pinTarget, 'bare-dispatch-raw') },
+    ...floorExtraTargets(pinTarget),
     { key: 'rp', label: 'robots-proxy, default config (log info)', start: () => startRobotsProxy(pinTarget, workDir, 'rp', []) },
     {
       key: 'rp-auth',
