@@ -18,6 +18,8 @@
  *                      filtered into a flat array for undici, the response through undici's
  *                      `onHeaders(status, rawHeaders)` (no object built) into
  *                      `res.writeHead(status, flatArray)`.
+ *   rp-forwarder       robots-proxy's own UpstreamForwarder and forwardableHeaders (the tsc build,
+ *                      dist/), nothing else of the pipeline (see rpForwarder below).
  *
  * OPTIONS_JSON (optional): `{"server": {...}, "pool": {...}, "cork": true}`: merged into the
  * `http.createServer` options and the undici `Pool` options; `cork` corks the client socket from
@@ -240,14 +242,46 @@ function dispatchForwarder(raw) {
   };
 }
 
+/**
+ * rp-forwarder: robots-proxy's own forwarder (dist/proxy/forwarder.js, the tsc build) and header
+ * handling (forwardableHeaders both ways, the target guard's connector, the write bound of the
+ * default config), with nothing of the pipeline around it: no admission, robots.txt, pacing, log or
+ * metrics. The difference to bare-dispatch is the forwarder's own; to rp, the rest of the pipeline.
+ */
+async function rpForwarder() {
+  const dist = new URL('../dist/proxy/', import.meta.url);
+  const { UpstreamForwarder } = await import(new URL('forwarder.js', dist).href);
+  const { forwardableHeaders, makeViaPseudonym } = await import(new URL('headers.js', dist).href);
+  const { TargetGuard } = await import(new URL('target-guard.js', dist).href);
+  const guard = new TargetGuard({ allowPrivate: true });
+  // config/default.yaml: upstream.connectTimeout 10 s, upstream.timeout 30 s, clients.responseWriteTimeout 30 s.
+  const forwarder = new UpstreamForwarder({ connectTimeoutMs: 10_000, timeoutMs: 30_000, responseWriteTimeoutMs: 30_000, createConnector: (o) => guard.connector(o) });
+  const via = makeViaPseudonym();
+  return (req, res) => {
+    const target = targetOf(req);
+    if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+    const headers = forwardableHeaders(req.headers, req.httpVersion, via);
+    headers['host'] = target.host;
+    void forwarder
+      .relay({ origin: target.origin, method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null }, res, {
+        onSent: () => undefined,
+        onResponseHead: (status, upstreamHeaders) => res.writeHead(status, forwardableHeaders(upstreamHeaders, '1.1', via)),
+      })
+      .then((outcome) => {
+        if (outcome.error !== undefined && !outcome.clientAborted) badGateway(res);
+      });
+  };
+}
+
 const handlers = {
+  'rp-forwarder': rpForwarder,
   'node-floor-server': () => floorServer,
   'bare-http': httpForwarder,
   'bare-dispatch': () => dispatchForwarder(false),
   'bare-dispatch-raw': () => dispatchForwarder(true),
 };
 if (!(variant in handlers)) throw new Error(`floor-roles: unknown variant ${variant}; one of ${Object.keys(handlers).join(', ')}`);
-const server = http.createServer(serverOptions, handlers[variant]());
+const server = http.createServer(serverOptions, await handlers[variant]());
 server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
 process.on('disconnect', () => process.exit(0));
 process.on('SIGTERM', () => process.exit(0));

@@ -467,6 +467,7 @@ async function main(): Promise<void> {
     { key: 'bare-http', label: 'bare node:http client forwarder', start: () => startFloorRole(pinTarget, 'bare-http') },
     { key: 'bare-dispatch', label: 'bare undici dispatch forwarder', start: () => startFloorRole(pinTarget, 'bare-dispatch') },
     { key: 'bare-dispatch-raw', label: 'bare undici dispatch, raw headers', start: () => startFloorRole(pinTarget, 'bare-dispatch-raw') },
+    { key: 'rp-forwarder', label: "robots-proxy's forwarder alone (no pipeline)", start: () => startFloorRole(pinTarget, 'rp-forwarder') },
     ...floorExtraTargets(pinTarget),
     { key: 'rp', label: 'robots-proxy, default config (log info)', start: () => startRobotsProxy(pinTarget, workDir, 'rp', []) },
     {
