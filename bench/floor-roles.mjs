@@ -18,6 +18,8 @@
  *                      filtered into a flat array for undici, the response through undici's
  *                      `onHeaders(status, rawHeaders)` (no object built) into
  *                      `res.writeHead(status, flatArray)`.
+ *   bare-request       the bench's `bare` target (in proxy-throughput.bench.ts, run under tsx) under
+ *                      plain node: `Pool.request` (promise, body stream, AbortSignal), `stream.pipeline`.
  *   rp-forwarder       robots-proxy's own UpstreamForwarder and forwardableHeaders (the tsc build,
  *                      dist/), nothing else of the pipeline (see rpForwarder below).
  *
@@ -31,6 +33,7 @@
  * It sends `{ port }` over IPC when listening; SIGTERM exits normally (so --cpu-prof writes).
  */
 import http from 'node:http';
+import { pipeline } from 'node:stream';
 import { Pool } from 'undici';
 
 const PAGE = Buffer.from('x'.repeat(95) + '\n');
@@ -273,7 +276,32 @@ async function rpForwarder() {
   };
 }
 
+/** bare-request: the bench's `bare` target's technique under plain node: `pool.request` (a promise, a body stream, an AbortSignal) and `stream.pipeline` into res. */
+function requestForwarder() {
+  const poolFor = poolsOf();
+  return (req, res) => {
+    const target = targetOf(req);
+    if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const headers = stripHopByHop(req.headers);
+    headers['host'] = target.host;
+    poolFor(target.origin)
+      .request({ method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null, signal: abort.signal })
+      .then(
+        (up) => {
+          res.writeHead(up.statusCode, stripHopByHop(up.headers));
+          pipeline(up.body, res, () => undefined);
+        },
+        () => badGateway(res),
+      );
+  };
+}
+
 const handlers = {
+  'bare-request': requestForwarder,
   'rp-forwarder': rpForwarder,
   'node-floor-server': () => floorServer,
   'bare-http': httpForwarder,

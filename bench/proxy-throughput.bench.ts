@@ -464,6 +464,7 @@ async function main(): Promise<void> {
     },
     // The Node floor (bench/floor-roles.mjs, plain node): the server alone, and the cheapest forwarders.
     { key: 'node-floor-server', label: 'Node http server answering itself', start: () => startFloorRole(pinTarget, 'node-floor-server') },
+    { key: 'bare-request', label: 'bare (Pool.request + pipeline), plain node', start: () => startFloorRole(pinTarget, 'bare-request') },
     { key: 'bare-http', label: 'bare node:http client forwarder', start: () => startFloorRole(pinTarget, 'bare-http') },
     { key: 'bare-dispatch', label: 'bare undici dispatch forwarder', start: () => startFloorRole(pinTarget, 'bare-dispatch') },
     { key: 'bare-dispatch-raw', label: 'bare undici dispatch, raw headers', start: () => startFloorRole(pinTarget, 'bare-dispatch-raw') },
