@@ -7,6 +7,11 @@
  *   squid          Squid (when installed), no cache, access log on (stdio: module, a file in the temp dir)
  *   squid-nolog    the same Squid config with `access_log none`
  *   bare           a bare forwarder: one undici Pool per origin, hop-by-hop headers dropped, nothing else
+ *   node-floor-server, bare-request, bare-http, bare-dispatch, bare-dispatch-raw, rp-forwarder
+ *                  the Node floor (bench/floor-roles.mjs, plain node): Node's server answering
+ *                  itself; `bare` under plain node; forwarders on node:http's client, on undici
+ *                  Pool.dispatch (header objects, raw header arrays); robots-proxy's
+ *                  UpstreamForwarder alone. BENCH_FLOOR_EXTRA adds variants with options.
  *   rp             robots-proxy `serve` with config/default.yaml (access log at info, stdout to a file)
  *   rp-warn        the same with log.level warn (no access lines)
  *   rp-mc64        rp with pacing.maxConcurrency 64 (one-origin shapes only: over 50
