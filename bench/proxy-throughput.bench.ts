@@ -12,6 +12,7 @@
  *                  itself; `bare` under plain node; forwarders on node:http's client, on undici
  *                  Pool.dispatch (header objects, raw header arrays); robots-proxy's
  *                  UpstreamForwarder alone. BENCH_FLOOR_EXTRA adds variants with options.
+ *                  Only with BENCH_FLOOR=1, or when BENCH_ONLY names them.
  *   rp             robots-proxy `serve` with config/default.yaml (access log at info, stdout to a file)
  *   rp-warn        the same with log.level warn (no access lines)
  *   rp-mc64        rp with pacing.maxConcurrency 64 (one-origin shapes only: over 50
@@ -39,7 +40,7 @@
  * CPU per request: utime+stime of the target process (/proc/PID/stat) over
  * the run, divided by the requests wrk completed.
  *
- * Environment: BENCH_QUICK=1 (1 round of 1 s), BENCH_ONLY=key,... (target
+ * Environment: BENCH_FLOOR=1 (the floor targets too), BENCH_QUICK=1 (1 round of 1 s), BENCH_ONLY=key,... (target
  * and shape keys; a category left out runs whole), BENCH_SECONDS, BENCH_ROUNDS,
  * BENCH_PIN=0 (no taskset),
  * BENCH_VARIANT_NODE_OPTIONS (adds target `rp-flags`: rp with these node flags, e.g.
@@ -273,6 +274,8 @@ interface Target {
   label: string;
   /** The shapes it runs in (keys); absent: all. */
   shapes?: string[];
+  /** A floor target: runs when BENCH_FLOOR=1 or when BENCH_ONLY names it (it would double the default run). */
+  floor?: boolean;
   start(): Promise<Running>;
 }
 
@@ -391,7 +394,7 @@ async function startFloorRole(pin: string[], variant: string, options: Record<st
  */
 function floorExtraTargets(pin: string[]): Target[] {
   const extra = JSON.parse(process.env['BENCH_FLOOR_EXTRA'] ?? '{}') as Record<string, [string, Record<string, unknown>]>;
-  return Object.entries(extra).map(([key, [variant, options]]) => ({ key, label: `${variant} ${JSON.stringify(options)}`, start: () => startFloorRole(pin, variant, options) }));
+  return Object.entries(extra).map(([key, [variant, options]]) => ({ key, floor: true, label: `${variant} ${JSON.stringify(options)}`, start: () => startFloorRole(pin, variant, options) }));
 }
 
 /** Starts a bench child role as its own process, pinned; it answers with its port(s). */
@@ -468,12 +471,12 @@ async function main(): Promise<void> {
       },
     },
     // The Node floor (bench/floor-roles.mjs, plain node): the server alone, and the cheapest forwarders.
-    { key: 'node-floor-server', label: 'Node http server answering itself', start: () => startFloorRole(pinTarget, 'node-floor-server') },
-    { key: 'bare-request', label: 'bare (Pool.request + pipeline), plain node', start: () => startFloorRole(pinTarget, 'bare-request') },
-    { key: 'bare-http', label: 'bare node:http client forwarder', start: () => startFloorRole(pinTarget, 'bare-http') },
-    { key: 'bare-dispatch', label: 'bare undici dispatch forwarder', start: () => startFloorRole(pinTarget, 'bare-dispatch') },
-    { key: 'bare-dispatch-raw', label: 'bare undici dispatch, raw headers', start: () => startFloorRole(pinTarget, 'bare-dispatch-raw') },
-    { key: 'rp-forwarder', label: "robots-proxy's forwarder alone (no pipeline)", start: () => startFloorRole(pinTarget, 'rp-forwarder') },
+    { key: 'node-floor-server', floor: true, label: 'Node http server answering itself', start: () => startFloorRole(pinTarget, 'node-floor-server') },
+    { key: 'bare-request', floor: true, label: 'bare (Pool.request + pipeline), plain node', start: () => startFloorRole(pinTarget, 'bare-request') },
+    { key: 'bare-http', floor: true, label: 'bare node:http client forwarder', start: () => startFloorRole(pinTarget, 'bare-http') },
+    { key: 'bare-dispatch', floor: true, label: 'bare undici dispatch forwarder', start: () => startFloorRole(pinTarget, 'bare-dispatch') },
+    { key: 'bare-dispatch-raw', floor: true, label: 'bare undici dispatch, raw headers', start: () => startFloorRole(pinTarget, 'bare-dispatch-raw') },
+    { key: 'rp-forwarder', floor: true, label: "robots-proxy's forwarder alone (no pipeline)", start: () => startFloorRole(pinTarget, 'rp-forwarder') },
     ...floorExtraTargets(pinTarget),
     { key: 'rp', label: 'robots-proxy, default config (log info)', start: () => startRobotsProxy(pinTarget, workDir, 'rp', []) },
     {
@@ -548,7 +551,8 @@ async function main(): Promise<void> {
   if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown key(s) ${unknown.join(', ')}; targets: ${targets.map((t) => t.key).join(', ')}; shapes: ${SHAPES.map((s) => s.key).join(', ')}`);
   const onlyTargets = only.filter((k) => !SHAPES.some((s) => s.key === k));
   const onlyShapes = only.filter((k) => SHAPES.some((s) => s.key === k));
-  const chosenTargets = targets.filter((t) => onlyTargets.length === 0 || onlyTargets.includes(t.key));
+  const withFloor = process.env['BENCH_FLOOR'] === '1';
+  const chosenTargets = targets.filter((t) => (onlyTargets.length === 0 ? withFloor || t.floor !== true : onlyTargets.includes(t.key)));
   const shapes = SHAPES.filter((s) => (onlyShapes.length === 0 || onlyShapes.includes(s.key)) && (wrk !== undefined || !s.close));
   const cells = shapes.flatMap((shape) => chosenTargets.filter((t) => t.shapes === undefined || t.shapes.includes(shape.key)).map((target) => ({ shape, target })));
 
