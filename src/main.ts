@@ -37,6 +37,7 @@ import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
 import { CertificateError, ConfigError, UnknownIdentityError } from './errors.js';
 import { AccessControl, prepareAccess, type PreparedAccess } from './access/access-control.js';
 import { resolveAdminToken } from './access/admin-token.js';
+import type { SecretFileWarning } from './access/secret-file-mode.js';
 import { isLoopbackHost } from './config/schema.js';
 import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
@@ -178,6 +179,11 @@ function warnIfOpenToNobody(config: Config, logger: Logger): void {
   }
 }
 
+/** Logs one warning line per secret file others may read or write (`config-warning`, with the file and its mode). */
+function warnAboutSecretFiles(warnings: readonly SecretFileWarning[], logger: Logger): void {
+  for (const { key, file, mode, message } of warnings) logger.warn({ event: 'config-warning', key, file, mode }, message);
+}
+
 /**
  * Logs a warning (`event: config-deprecated`) when the configuration still has `hosts` entries:
  * they keep working, as `pace` policy rules after `policy.rules`; the message shows the rules to
@@ -251,9 +257,11 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const logger = options.logger ?? createLogger({ level: config.log.level });
   const extraCaPems = readExtraCas(config);
   // Read before any listener starts: a bad credentials file or admin token stops the start.
-  const access = new AccessControl(prepareAccess(config), { clock });
-  const adminToken = config.admin.enabled ? resolveAdminToken(config.admin) : { token: undefined };
+  const preparedAtStart = prepareAccess(config);
+  const access = new AccessControl(preparedAtStart, { clock });
+  const adminToken: ReturnType<typeof resolveAdminToken> = config.admin.enabled ? resolveAdminToken(config.admin) : { token: undefined };
   if (adminToken.createdFile !== undefined) logger.info({ event: 'admin-token-created', file: adminToken.createdFile }, 'created the admin token file (mode 0600): admin requests need "Authorization: Bearer <its first line>"');
+  warnAboutSecretFiles([...preparedAtStart.warnings, ...(adminToken.warning !== undefined ? [adminToken.warning] : [])], logger);
   warnIfOpenToNobody(config, logger);
   const guard = new TargetGuard({ allowPrivate: config.upstream.allowPrivateNetworks, ...(options.resolve ? { resolve: options.resolve } : {}) });
   const viaPseudonym = makeViaPseudonym();
@@ -366,7 +374,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ledger?.observe(entry);
   };
 
-  const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs });
+  const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs, viaPseudonym });
   const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished, onLimit, access });
   upgrade.setPipeline(pipeline);
   const connect = new ConnectHandler({
@@ -404,6 +412,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     current = next;
     access.apply(prepared);
     logger.level = next.log.level;
+    warnAboutSecretFiles(prepared.warnings, logger);
     pipeline.setConfig(next);
     warnIfHostsDeprecated(next, logger);
     pacer.reconfigure(pacingOptionsOf(next));

@@ -4,7 +4,9 @@
  * 1. the client's address must be in `access.clients` (else 403 `client-not-allowed`);
  * 2. `Proxy-Authorization: Basic` credentials, when given, must match the credentials file
  *    (else 407 `proxy-auth-required`; an address past its failure budget gets 429
- *    `proxy-auth-throttled` without a check); valid ones name the identity;
+ *    `proxy-auth-throttled` without a check, unless they are credentials this exact address
+ *    verified before: see {@link AccessControl.admit}); valid ones name the identity, even from a
+ *    range that names another one, unless that range is `binding` (then 403 `identity-mismatch`);
  * 3. without credentials, the range's identity applies, if it names one; else, when a
  *    credentials file is configured, 407; else the client is anonymous.
  * Requests inside a CONNECT tunnel are covered by the CONNECT's admission (its credentials are
@@ -20,25 +22,31 @@ import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { Identity, UserAgentRewrite } from '../policy/identity.js';
 import { AuthThrottle } from './auth-throttle.js';
-import { ClientRanges } from './client-ranges.js';
+import { ClientRanges, type RangeMatch } from './client-ranges.js';
 import { CredentialVerifier } from './credential-verifier.js';
 import { readCredentialsFile, type CredentialEntry, type Credentials } from './credentials-file.js';
+import { checkSecretFileMode, type SecretFileWarning } from './secret-file-mode.js';
 
 /** A configuration with its credentials file read: what {@link AccessControl.apply} puts in force. */
 export interface PreparedAccess {
   readonly config: Config;
   /** The parsed credentials file, or undefined when `access.credentialsFile` is not set. */
   readonly credentials: Credentials | undefined;
+  /** The credentials file's mode warning (others may read or write it), to log once per start or reload. */
+  readonly warnings: readonly SecretFileWarning[];
 }
 
 /**
  * Reads what admission needs from `config` (the credentials file): at start, and before a
  * reload is applied, so a bad file fails the reload and changes nothing.
- * @throws {ConfigError} (key `access.credentialsFile`) for a file that cannot be read or has a bad line.
+ * @throws {ConfigError} (key `access.credentialsFile`) for a file that cannot be read, has a bad
+ *   line, or is world-writable (see secret-file-mode.ts).
  */
 export function prepareAccess(config: Config): PreparedAccess {
   const file = config.access.credentialsFile;
-  return { config, credentials: file === undefined ? undefined : readCredentialsFile(file) };
+  if (file === undefined) return { config, credentials: undefined, warnings: [] };
+  const warning = checkSecretFileMode(file, 'access.credentialsFile');
+  return { config, credentials: readCredentialsFile(file), warnings: warning === undefined ? [] : [warning] };
 }
 
 /** A client admitted once (by a CONNECT): what the requests inside its tunnel inherit. */
@@ -81,6 +89,9 @@ interface ConnectionCredential {
   readonly generation: number;
   readonly admission: Admission;
 }
+
+/** The range an admitted client's address is in. */
+type AllowedRange = Extract<RangeMatch, { isAllowed: true }>;
 
 /** Admission of clients (lifecycle: none; {@link AccessControl.apply} swaps in a reloaded configuration). */
 export class AccessControl {
@@ -167,7 +178,7 @@ export class AccessControl {
       return { isAdmitted: false, refusal: decideWithoutRobots('client-not-allowed', { origin, detail }) };
     }
     const tunnel = context.tunnel;
-    if (tunnel?.credential !== undefined) return this.#admitTunnelled(tunnel, tunnel.credential, origin);
+    if (tunnel?.credential !== undefined) return this.#admitTunnelled(tunnel, tunnel.credential, range, origin);
     // A tunnel opened without credentials is admitted as a request without them is now, so a
     // reload that adds a credentials file or renames a range's identity applies to it too.
     if (tunnel !== undefined) return this.#admitWithoutCredentials(range.identity, origin);
@@ -175,7 +186,7 @@ export class AccessControl {
       const socket = req.socket;
       const remembered = socket === undefined ? undefined : this.#verifiedOnConnection.get(socket);
       if (remembered !== undefined && remembered.authorization === authorization && remembered.generation === this.#generation) return remembered.admission;
-      return this.#authenticate(authorization, address, origin, this.#verifier, socket);
+      return this.#authenticate(authorization, address, range, origin, this.#verifier, socket);
     }
     return this.#admitWithoutCredentials(range.identity, origin);
   }
@@ -191,21 +202,43 @@ export class AccessControl {
     return { isAdmitted: true, identity, client };
   }
 
+  /**
+   * A client whose valid credentials name `entry`'s identity: admitted as it, unless the client's
+   * range is `binding` and names another identity (403 `identity-mismatch`: a client of a bound
+   * range cannot leave the identity, and the rules written for it, with someone else's credentials).
+   */
+  #admitWithCredentials(entry: CredentialEntry, client: AdmittedClient, range: AllowedRange, origin: string): Admission {
+    if (range.isBinding && range.identity !== entry.identity) {
+      const detail = `the client address is in ${range.range}, bound to identity ${JSON.stringify(range.identity)} (access.clients binding: true); credentials for identity ${JSON.stringify(entry.identity)} are not accepted from it`;
+      return { isAdmitted: false, refusal: decideWithoutRobots('identity-mismatch', { origin, detail }) };
+    }
+    return this.#admitted(this.identityNamed(entry.identity, 'credentials'), client);
+  }
+
   /** A request inside a tunnel opened with credentials: the CONNECT's identity, while its credentials are still in the file. */
-  #admitTunnelled(tunnel: AdmittedClient, credential: NonNullable<AdmittedClient['credential']>, origin: string): Admission {
+  #admitTunnelled(tunnel: AdmittedClient, credential: NonNullable<AdmittedClient['credential']>, range: AllowedRange, origin: string): Admission {
     const entry = this.#verifier?.currentEntry(credential);
     if (entry === undefined) {
       return { isAdmitted: false, refusal: this.#challenge(origin, 'the credentials this tunnel was opened with are no longer valid (the credentials file changed); open a new one') };
     }
     // The user's identity as the file names it now (a reload may have moved the user to another one).
     const client = entry.identity === tunnel.name ? tunnel : { name: entry.identity, source: 'credentials' as const, credential };
-    return this.#admitted(this.identityNamed(entry.identity, 'credentials'), client);
+    return this.#admitWithCredentials(entry, client, range, origin);
   }
 
-  async #authenticate(authorization: string, address: string, origin: string, verifier: CredentialVerifier, socket: Socket | undefined): Promise<Admission> {
+  async #authenticate(authorization: string, address: string, range: AllowedRange, origin: string, verifier: CredentialVerifier, socket: Socket | undefined): Promise<Admission> {
     // The check counts against the address's budget from now on, so concurrent guesses cannot outrun it.
     const waitMs = this.#throttle.begin(address, this.deps.clock.nowMs());
     if (waitMs !== undefined) {
+      // The budget slows guessing; credentials this very address verified before are no guess, and
+      // cost no bcrypt (remembered): admitted, so one guesser does not lock out its /64 or NAT
+      // neighbours' running clients. Only its own: the cache is shared by every client, and a lookup
+      // in all of it would let a throttled guesser test passwords at the speed of an HMAC (a right
+      // guess admitted, a wrong one 429).
+      const remembered = verifier.rememberedEntry(authorization);
+      if (remembered !== undefined && this.#throttle.hasVerified(address, remembered)) {
+        return this.#admitWithCredentials(remembered, this.#clientOf(remembered), range, origin);
+      }
       const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
       const detail = `more than ${this.#config.access.maxAuthFailures} failed credential checks from this address within access.authFailureWindow; credentials are not checked for ${retryAfterSeconds} s`;
       return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds } };
@@ -215,7 +248,9 @@ export class AccessControl {
     this.#throttle.settle(address, this.deps.clock.nowMs(), !verification.ok);
     if (verification.ok) {
       const { entry } = verification;
-      const admission = this.#admitted(this.identityNamed(entry.identity, 'credentials'), { name: entry.identity, source: 'credentials', credential: { user: entry.user, hash: entry.hash } });
+      this.#throttle.recordVerified(address, entry);
+      // The range's binding is judged here too: the memo holds the admission, refusal or not, for this socket's address.
+      const admission = this.#admitWithCredentials(entry, this.#clientOf(entry), range, origin);
       // Remembered for the connection's next requests, unless a reload came while bcrypt ran.
       if (socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
       return admission;
@@ -225,6 +260,11 @@ export class AccessControl {
         ? 'the Proxy-Authorization header is not Basic credentials (RFC 7617: "Basic" and base64 of user:password)'
         : `the credentials for user ${JSON.stringify(verification.user?.slice(0, 128))} were not accepted`;
     return { isAdmitted: false, refusal: this.#challenge(origin, detail) };
+  }
+
+  /** The admitted client of verified credentials `entry` (what a CONNECT's tunnel inherits). */
+  #clientOf(entry: CredentialEntry): AdmittedClient {
+    return { name: entry.identity, source: 'credentials', credential: { user: entry.user, hash: entry.hash } };
   }
 
   /** The 407 refusal, with the Basic challenge (RFC 7617 §2). */

@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AdminConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { checkSecretFileMode, type SecretFileWarning } from './secret-file-mode.js';
 
 /** Shortest token read from a file. */
 const MIN_TOKEN_CHARS = 16;
@@ -17,10 +18,12 @@ const MIN_TOKEN_CHARS = 16;
  * The admin token in force: `admin.token`, else the first line of `admin.tokenFile` (created
  * with a random 43-character token when it does not exist), else undefined (no token: the admin
  * API is open, which the schema allows on loopback only).
- * @returns the token and, when a file was created, its path (to log; the token itself is never logged).
- * @throws {ConfigError} (key `admin.tokenFile`) when the file cannot be read or created, or holds a token shorter than 16 characters.
+ * @returns the token; when a file was created, its path (to log; the token itself is never logged);
+ *   when the group or others may read or write the file, the warning to log.
+ * @throws {ConfigError} (key `admin.tokenFile`) when the file cannot be read or created, is
+ *   world-writable, or holds a token shorter than 16 characters.
  */
-export function resolveAdminToken(admin: Pick<AdminConfig, 'token' | 'tokenFile'>): { token: string | undefined; createdFile?: string } {
+export function resolveAdminToken(admin: Pick<AdminConfig, 'token' | 'tokenFile'>): { token: string | undefined; createdFile?: string; warning?: SecretFileWarning } {
   if (admin.token !== undefined) return { token: admin.token };
   const file = admin.tokenFile;
   if (file === undefined) return { token: undefined };
@@ -46,9 +49,10 @@ export function resolveAdminToken(admin: Pick<AdminConfig, 'token' | 'tokenFile'
     }
     return { token, createdFile: file };
   }
+  const warning = checkSecretFileMode(file, key);
   const token = (text.split(/\r?\n/)[0] ?? '').trim();
   if (token.length < MIN_TOKEN_CHARS) throw new ConfigError(`${key}: the first line of ${JSON.stringify(file)} must hold a token of at least ${MIN_TOKEN_CHARS} characters`, { key });
-  return { token };
+  return warning === undefined ? { token } : { token, warning };
 }
 
 /**

@@ -8,6 +8,15 @@
  * a whole /64). A check in flight counts against the budget until it settles, so concurrent
  * guesses from one address get no more checks than sequential ones. Bounded: the addresses
  * with the most recent failures are kept (LRU); checks in flight are bounded by open connections.
+ *
+ * IPv6 and /64: a host given a /64 (SLAAC, privacy addresses) can send from any of its 2^64
+ * addresses, so counting per address would give it unlimited budgets; the price is that every
+ * host of one /64 (a whole LAN, usually) shares one budget, and a guesser there throttles its
+ * neighbours' new logins. Each /64 (and each IPv4 address, IPv4-mapped ones included) has a
+ * budget of its own that no other one can spend. What softens the sharing: the throttle also
+ * remembers, per exact address, the users whose credentials were verified from it
+ * ({@link AuthThrottle.recordVerified}), and the caller admits such remembered credentials
+ * while the /64 is throttled (see access-control.ts).
  * Clock given by the caller (`nowMs`). Extension, not in RFC 9309.
  */
 import ipaddr from 'ipaddr.js';
@@ -19,9 +28,12 @@ export interface AuthThrottleOptions {
   maxFailures: number;
   /** Window length, ms. */
   windowMs: number;
-  /** Addresses tracked at once (least recently failed dropped first). @default 10000 */
+  /** Addresses tracked at once (least recently failed dropped first), and as many for verified credentials. @default 10000 */
   maxAddresses?: number;
 }
+
+/** Users remembered per exact address by {@link AuthThrottle.recordVerified} (NAT: several users share one address); the oldest is dropped. */
+const MAX_VERIFIED_PER_ADDRESS = 16;
 
 /** The key an address is counted under: the IPv4 address, or the IPv6 /64; the text as is when it does not parse. Pure. */
 export function throttleKeyOf(address: string): string {
@@ -42,11 +54,36 @@ export class AuthThrottle {
   readonly #failures: LRUCache<string, { count: number; windowStartMs: number }>;
   /** Credential checks begun and not yet settled, per key (deleted at zero). */
   readonly #inFlight = new Map<string, number>();
+  /** Per exact client address (not its /64): the users whose credentials were verified from it, with the hash they matched. */
+  readonly #verified: LRUCache<string, Map<string, string>>;
 
   constructor(options: AuthThrottleOptions) {
     this.#maxFailures = options.maxFailures;
     this.#windowMs = options.windowMs;
     this.#failures = new LRUCache({ max: options.maxAddresses ?? 10_000 });
+    this.#verified = new LRUCache({ max: options.maxAddresses ?? 10_000 });
+  }
+
+  /**
+   * Remembers that `credential` (a user and the hash its password matched) was verified from
+   * exactly `address`. Bounded (LRU of addresses, {@link MAX_VERIFIED_PER_ADDRESS} users each). Never throws.
+   */
+  recordVerified(address: string, credential: { user: string; hash: string }): void {
+    let users = this.#verified.get(address);
+    if (users === undefined) {
+      users = new Map();
+      this.#verified.set(address, users);
+    } else if (users.get(credential.user) === credential.hash) {
+      return;
+    } else if (!users.has(credential.user) && users.size >= MAX_VERIFIED_PER_ADDRESS) {
+      users.delete(users.keys().next().value as string);
+    }
+    users.set(credential.user, credential.hash);
+  }
+
+  /** True when `credential` was verified from exactly `address` (see {@link AuthThrottle.recordVerified}). Never throws. */
+  hasVerified(address: string, credential: { user: string; hash: string }): boolean {
+    return this.#verified.peek(address)?.get(credential.user) === credential.hash;
   }
 
   /** Applies reloaded limits; failures already counted stay. */

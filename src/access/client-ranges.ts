@@ -11,10 +11,12 @@ export interface ClientRangeEntry {
   readonly range: string;
   /** The identity of clients in this range (when they give no proxy credentials); absent: anonymous. */
   readonly identity?: string;
+  /** True: the range's clients are always its `identity`; valid credentials for another identity are refused (needs `identity`). */
+  readonly binding?: boolean;
 }
 
 /** What {@link ClientRanges.match} found for an address. */
-export type RangeMatch = { isAllowed: true; range: string; identity: string | undefined } | { isAllowed: false };
+export type RangeMatch = { isAllowed: true; range: string; identity: string | undefined; isBinding: boolean } | { isAllowed: false };
 
 /** A parsed range: the address family, the network, the prefix length. */
 type ParsedRange = { entry: ClientRangeEntry; cidr: [ipaddr.IPv4 | ipaddr.IPv6, number] };
@@ -93,6 +95,6 @@ export class ClientRanges {
       if (!parsed.match(range.cidr)) continue;
       if (best === undefined || range.cidr[1] > best.cidr[1]) best = range;
     }
-    return best === undefined ? { isAllowed: false } : { isAllowed: true, range: best.entry.range, identity: best.entry.identity };
+    return best === undefined ? { isAllowed: false } : { isAllowed: true, range: best.entry.range, identity: best.entry.identity, isBinding: best.entry.binding === true };
   }
 }

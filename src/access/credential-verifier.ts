@@ -138,6 +138,21 @@ export class CredentialVerifier {
   }
 
   /**
+   * The entry of credentials `header` that were verified before and are still valid (their
+   * user's hash unchanged), from the cache alone: one HMAC and a lookup, never bcrypt, never a
+   * new entry. Undefined for anything else (credentials never verified, forgotten, malformed).
+   * Never throws.
+   */
+  rememberedEntry(header: string): CredentialEntry | undefined {
+    const token = basicTokenOf(header);
+    if (token === undefined) return undefined;
+    const remembered = this.#verified.peek(createHmac('sha256', this.#key).update(token).digest('base64'));
+    if (remembered === undefined) return undefined;
+    const entry = this.#users.get(remembered.user);
+    return entry?.hash === remembered.hash ? entry : undefined;
+  }
+
+  /**
    * Checks a `Proxy-Authorization` value. Never rejects.
    * @returns the user's entry, or why not: `malformed` (not Basic, bad base64, no `:`),
    *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow: see {@link CredentialVerifier.decoyHash}).

@@ -124,18 +124,22 @@ const IDENTITY_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
 const IDENTITY_NAME_HINT = '1 to 128 letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
 const identityName = () => z.string().regex(IDENTITY_NAME, { message: `must be an identity name: ${IDENTITY_NAME_HINT}` });
 
-/** An `access.clients` entry: a CIDR string, or `{ range, identity }`. */
+/** An `access.clients` entry: a CIDR string, or `{ range, identity, binding }`. */
 const clientRange = () =>
   z
-    .union([z.string(), z.strictObject({ range: z.string(), identity: identityName().optional() })])
+    .union([z.string(), z.strictObject({ range: z.string(), identity: identityName().optional(), binding: z.boolean().optional() })])
     .transform((value, ctx): ClientRangeConfig => {
-      const written = typeof value === 'string' ? { range: value } : value;
+      const written: { range: string; identity?: string | undefined; binding?: boolean | undefined } = typeof value === 'string' ? { range: value } : value;
       const parsed = normaliseClientRange(written.range);
       if (!parsed.ok) {
         ctx.issues.push({ code: 'custom', message: parsed.reason, input: value, ...(typeof value === 'string' ? {} : { path: ['range'] }) });
         return z.NEVER;
       }
-      return { range: parsed.range, ...(written.identity === undefined ? {} : { identity: written.identity }) };
+      if (written.binding === true && written.identity === undefined) {
+        ctx.issues.push({ code: 'custom', message: 'binding: true needs an identity (the identity its clients are bound to)', input: value, path: ['binding'] });
+        return z.NEVER;
+      }
+      return { range: parsed.range, ...(written.identity === undefined ? {} : { identity: written.identity }), ...(written.binding === true ? { binding: true } : {}) };
     });
 
 /** Realm of the 407 challenge: a quoted-string without `"` or `\` (RFC 9110 §5.6.4), printable ASCII. */

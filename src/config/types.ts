@@ -52,6 +52,11 @@ export interface ClientRangeConfig {
   readonly range: string;
   /** The identity of clients in this range that give no proxy credentials; absent: anonymous. */
   readonly identity?: string;
+  /**
+   * True: the range's clients are always `identity`; valid proxy credentials for another identity
+   * are refused (403 `identity-mismatch`). Absent: valid credentials name the identity. Needs `identity`.
+   */
+  readonly binding?: boolean;
 }
 
 /** Who may use the proxy (issue 8; extension, not in RFC 9309). */

@@ -75,10 +75,18 @@ export function forwardableHeaders(
     if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
     out[lower] = value;
   }
-  const via = `${protocolVersion} ${pseudonym}`;
-  const existing = out['via'];
-  out['via'] = existing === undefined ? via : `${Array.isArray(existing) ? existing.join(', ') : existing}, ${via}`;
+  out['via'] = appendedVia(out['via'], protocolVersion, pseudonym);
   return out;
+}
+
+/**
+ * A `Via` value with this proxy's hop (`protocolVersion pseudonym`, e.g. `1.1 robots-proxy-x1y2z3`)
+ * appended to `existing` (absent, or the field as received: one value or several), as every
+ * message a proxy forwards must carry (RFC 9110 §7.6.3). Pure.
+ */
+export function appendedVia(existing: string | string[] | undefined, protocolVersion: string, pseudonym: string): string {
+  const via = `${protocolVersion} ${pseudonym}`;
+  return existing === undefined ? via : `${Array.isArray(existing) ? existing.join(', ') : existing}, ${via}`;
 }
 
 /** True when a `Via` value shows the message already passed through this proxy (a forwarding loop). */

@@ -252,7 +252,9 @@ function summary(d: Decision): string {
     case 'proxy-auth-throttled':
       return 'Too many failed proxy credential attempts from this address; retry later with the right credentials.';
     case 'identity-mismatch':
-      return `Your User-Agent does not name the crawler your identity${d.identity ? ` "${d.identity.name}"` : ''} is bound to; this proxy refuses such requests.`;
+      // Without identity facts: credentials for another identity from a binding client range (admission).
+      if (d.identity === null) return 'Your address is in a client range bound to one identity, and your proxy credentials name another; this proxy refuses such requests.';
+      return `Your User-Agent does not name the crawler your identity "${d.identity.name}" is bound to; this proxy refuses such requests.`;
     case 'tunnel-denied':
       return 'CONNECT tunnels are not allowed by this proxy (https.mode: deny).';
     case 'bad-request':

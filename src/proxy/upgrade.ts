@@ -1,7 +1,9 @@
 /**
  * `Upgrade` requests (WebSocket and the like): decided like any other request
  * (guard, robots.txt, pacing), then relayed by http-proxy, which handles the
- * protocol switch and the bidirectional stream.
+ * protocol switch and the bidirectional stream. The request sent upstream and the
+ * upstream's answer relayed to the client both carry this proxy in `Via`, as on
+ * the forwarding path (RFC 9110 §7.6.3).
  */
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
@@ -21,6 +23,7 @@ import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './res
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
+import { appendedVia } from './headers.js';
 
 /** Collaborators of {@link UpgradeRelay}. */
 export interface UpgradeDeps {
@@ -32,6 +35,8 @@ export interface UpgradeDeps {
   secureContext?: SecureContext;
   /** Time to wait for the upstream's answer to the upgrade, ms. */
   timeoutMs: number;
+  /** `Via` pseudonym of this instance (see `makeViaPseudonym`), added to the upgrade and its answer. */
+  viaPseudonym: string;
 }
 
 /** Decides, paces and relays Upgrade requests through http-proxy (lifecycle: `close()`). */
@@ -61,6 +66,7 @@ export class UpgradeRelay {
         const decision = this.decisionHeaders.get(req);
         if (decision !== undefined) res.headers[DECISION_HEADER] = decision;
         res.headers[REQUEST_ID_HEADER] = requestIdOf(req);
+        res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
       };
       proxyReq.once('response', stamp);
       proxyReq.once('upgrade', (res: IncomingMessage, proxySocket: Duplex) => {
@@ -131,6 +137,7 @@ export class UpgradeRelay {
     const userAgent = outgoingUserAgent(admitted.identity, req.headers['user-agent'], decision.identity?.claimedTokens ?? decision.agentTokens);
     if (userAgent === undefined) delete req.headers['user-agent'];
     else req.headers['user-agent'] = userAgent;
+    req.headers['via'] = appendedVia(req.headers['via'], req.httpVersion, this.deps.viaPseudonym);
     this.decisionHeaders.set(req, decisionHeaderValue(decision));
     const isHttps = target.protocol === 'https:';
     this.proxy.ws(req, socket, head, {

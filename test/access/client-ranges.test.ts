@@ -15,9 +15,9 @@ test('ranges are normalised to their network; a bare address is a /32 or /128; m
 
 test('an address is allowed by the most specific range that contains it, with that range\'s identity', () => {
   const ranges = new ClientRanges([{ range: '10.0.0.0/8' }, { range: '10.1.0.0/16', identity: 'lab-scrapers' }, { range: '::1/128' }, { range: '127.0.0.1/32' }]);
-  assert.deepEqual(ranges.match('10.9.9.9'), { isAllowed: true, range: '10.0.0.0/8', identity: undefined });
-  assert.deepEqual(ranges.match('10.1.200.3'), { isAllowed: true, range: '10.1.0.0/16', identity: 'lab-scrapers' });
-  assert.deepEqual(ranges.match('::1'), { isAllowed: true, range: '::1/128', identity: undefined });
+  assert.deepEqual(ranges.match('10.9.9.9'), { isAllowed: true, range: '10.0.0.0/8', identity: undefined, isBinding: false });
+  assert.deepEqual(ranges.match('10.1.200.3'), { isAllowed: true, range: '10.1.0.0/16', identity: 'lab-scrapers', isBinding: false });
+  assert.deepEqual(ranges.match('::1'), { isAllowed: true, range: '::1/128', identity: undefined, isBinding: false });
   assert.deepEqual(ranges.match('11.0.0.1'), { isAllowed: false });
   assert.deepEqual(ranges.match('127.0.0.2'), { isAllowed: false });
   assert.deepEqual(ranges.match(''), { isAllowed: false });
@@ -27,7 +27,7 @@ test('an address is allowed by the most specific range that contains it, with th
 test('an IPv4-mapped IPv6 client address (a dual-stack listener) is matched as IPv4', () => {
   const ranges = new ClientRanges([{ range: '127.0.0.1/32' }, { range: '10.1.0.0/16', identity: 'lab' }]);
   assert.equal(ranges.match('::ffff:127.0.0.1').isAllowed, true);
-  assert.deepEqual(ranges.match('::ffff:10.1.0.5'), { isAllowed: true, range: '10.1.0.0/16', identity: 'lab' });
+  assert.deepEqual(ranges.match('::ffff:10.1.0.5'), { isAllowed: true, range: '10.1.0.0/16', identity: 'lab', isBinding: false });
   assert.equal(ranges.match('::ffff:127.0.0.2').isAllowed, false);
   // An IPv6 range does not admit IPv4 clients, nor the reverse.
   assert.equal(new ClientRanges([{ range: '::/0' }]).match('10.0.0.1').isAllowed, false);

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -52,4 +52,55 @@ test('passwd creates a missing file 0600 and refuses bad input with exit code 2'
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /plain:1: user "carol" has no bcrypt hash/);
   assert.doesNotMatch(refused.stderr, /hunter2/);
+});
+
+test('passwd never writes through a file or symlink at FILE.tmp, names it, and leaves it alone', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-passwd-'));
+  const stale = join(dir, 'users');
+  writeFileSync(stale, '# lab\n', { mode: 0o600 });
+  writeFileSync(`${stale}.tmp`, 'left by a run killed mid-write\n');
+  // The attack O_EXCL blocks: a symlink planted at the temporary name, pointing at a file to clobber.
+  const planted = join(dir, 'planted');
+  const victim = join(dir, 'victim');
+  writeFileSync(planted, '# lab\n', { mode: 0o600 });
+  writeFileSync(victim, 'precious\n');
+  symlinkSync(victim, `${planted}.tmp`);
+  const [staleRun, plantedRun] = await Promise.all([
+    runCli(['passwd', stale, 'alice', '--cost', '4'], { stdin: 'pw\n' }),
+    runCli(['passwd', planted, 'alice', '--cost', '4'], { stdin: 'pw\n' }),
+  ]);
+  for (const [run, file] of [[staleRun, stale], [plantedRun, planted]] as const) {
+    assert.equal(run.code, 2, run.stderr);
+    assert.ok(run.stderr.includes(`${file}.tmp exists`), run.stderr);
+    assert.match(run.stderr, /if none is running, remove/);
+    assert.equal(readFileSync(file, 'utf8'), '# lab\n', 'the credentials file is unchanged');
+  }
+  assert.equal(readFileSync(`${stale}.tmp`, 'utf8'), 'left by a run killed mid-write\n', 'a temporary file passwd did not create is not removed');
+  assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'nothing is written through the symlink');
+  assert.equal(lstatSync(`${planted}.tmp`).isSymbolicLink(), true);
+});
+
+test('concurrent passwd runs on one file lose no entry; the file keeps its mode; no temporary file is left', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-passwd-'));
+  const file = join(dir, 'users');
+  writeFileSync(file, '# lab\n', { mode: 0o640 });
+  const users = ['u1', 'u2', 'u3', 'u4'];
+  const runs = await Promise.all(users.map((user) => runCli(['passwd', file, user, '--cost', '4'], { stdin: `${user} password\n` })));
+  for (const run of runs) assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual([...parseCredentials(readFileSync(file, 'utf8'), file).keys()].sort(), users);
+  assert.equal(statSync(file).mode & 0o777, 0o640);
+  const missing = await runCli(['passwd', file, 'nobody', '--delete']);
+  assert.equal(missing.code, 2, 'removing a user that is not there fails');
+  assert.deepEqual(readdirSync(dir), ['users'], 'the lock is released after a success and after a failure');
+});
+
+test('passwd run by root keeps the owner of a file another user owns', { skip: process.getuid?.() !== 0 ? 'needs root (to chown the fixture)' : false }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-passwd-'));
+  const file = join(dir, 'users');
+  writeFileSync(file, '', { mode: 0o640 });
+  chownSync(file, 65534, 65534);
+  const run = await runCli(['passwd', file, 'alice', '--cost', '4'], { stdin: 'pw\n' });
+  assert.equal(run.code, 0, run.stderr);
+  const after = statSync(file);
+  assert.deepEqual([after.uid, after.gid, after.mode & 0o777], [65534, 65534, 0o640]);
 });

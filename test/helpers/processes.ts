@@ -28,6 +28,10 @@ export interface OriginsProcess {
   close(): Promise<void>;
 }
 
+/**
+ * Resolves with the first line `child` writes to stdout. Rejects when it exits first or writes
+ * nothing for `timeoutMs` ms; the caller then owns a child that may still run (see {@link stopAfterFailedStart}).
+ */
 function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
@@ -45,6 +49,7 @@ function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promi
   });
 }
 
+/** Ends `child`: SIGTERM, then SIGKILL after 5 s; resolves once it has exited (and been reaped). */
 function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -54,12 +59,37 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
+/** A child process that did not start: the error says why; `pid` is the process, which has exited by the time this is thrown. */
+export class StartFailure extends Error {
+  constructor(
+    message: string,
+    readonly pid: number | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'StartFailure';
+  }
+}
+
+/**
+ * Runs `starting`; when it fails (timeout, bad first line, early exit), kills `child` and waits
+ * for its exit before rethrowing as a {@link StartFailure}, so a failed start leaves no process behind.
+ */
+async function stopAfterFailedStart<T>(child: ChildProcess, starting: () => Promise<T>): Promise<T> {
+  try {
+    return await starting();
+  } catch (error) {
+    await stop(child);
+    throw new StartFailure((error as Error).message, child.pid, { cause: error });
+  }
+}
+
 /** Starts the origins of `specs` in a child process. */
 export async function startOriginsProcess(
   specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number; robotsFirstDelayMs?: number; paths?: Record<string, { status?: number; retryAfter?: string; delayMs?: number }> }>,
 ): Promise<OriginsProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/helpers/origins-process.ts'), JSON.stringify(specs)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
-  const ports = JSON.parse(await firstLine(child, 'origins process')) as Record<string, number>;
+  const ports = await stopAfterFailedStart(child, async () => JSON.parse(await firstLine(child, 'origins process')) as Record<string, number>);
   return {
     ports,
     urlOf: (name) => `http://127.0.0.1:${ports[name]}`,
@@ -89,9 +119,12 @@ export interface ProxyProcess {
 
 /**
  * Writes `yaml` to a temp file and runs `robots-proxy serve --config` on it; resolves when it listens.
- * `openFileLimit`: run it under `ulimit -n` of that value (through `sh`).
+ * `openFileLimit`: run it under `ulimit -n` of that value (through `sh`, which execs node: one process).
+ * `startTimeoutMs`: how long to wait for its `listening` line. @default 30000
+ * @throws {StartFailure} when it exits first or does not listen in time; the process has then been
+ *   killed and has exited, so a failed start leaves nothing running.
  */
-export async function startProxyProcess(yaml: string, options: { openFileLimit?: number } = {}): Promise<ProxyProcess> {
+export async function startProxyProcess(yaml: string, options: { openFileLimit?: number; startTimeoutMs?: number } = {}): Promise<ProxyProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-e2e-'));
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, yaml.replaceAll('$STATE', join(dir, 'state')));
@@ -109,7 +142,8 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
     child.once('exit', (code, signal) => void stdoutEnded.then(() => resolve({ code, signal, stderr })));
   });
   const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`proxy did not start: ${stderr}`)), 30_000);
+    const timeoutMs = options.startTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => reject(new Error(`proxy did not start in ${timeoutMs} ms: ${stderr}`)), timeoutMs);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`proxy exited with ${code}: ${stderr}`));
@@ -128,7 +162,7 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
       }
     });
   });
-  const ready = await listening;
+  const ready = await stopAfterFailedStart(child, () => listening);
   const portOf = (hostPort: unknown): number | undefined => (typeof hostPort === 'string' ? Number(hostPort.split(':').pop()) : undefined);
   const waitForAccessLines = async (count: number, timeoutMs = 5000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;

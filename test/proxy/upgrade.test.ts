@@ -11,7 +11,7 @@ import { startTestProxy } from '../helpers/harness.js';
 import { waitFor } from '../helpers/proxy-client.js';
 
 /** Sends a raw upgrade request to the proxy; with `echo`, sends it after the 101 and hangs up on its echo. Resolves with all it read. */
-function rawUpgrade(proxyPort: number, target: string, host: string, echo?: string): Promise<string> {
+function rawUpgrade(proxyPort: number, target: string, host: string, echo?: string, extraHeaders = ''): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(proxyPort, '127.0.0.1');
     let text = '';
@@ -23,7 +23,7 @@ function rawUpgrade(proxyPort: number, target: string, host: string, echo?: stri
     });
     socket.on('close', () => resolve(text));
     socket.on('error', reject);
-    socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nUser-Agent: ExampleBot/1.0\r\n\r\n`);
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nUser-Agent: ExampleBot/1.0\r\n${extraHeaders}\r\n`);
   });
 }
 
@@ -33,6 +33,8 @@ describe('Upgrade through the proxy', () => {
   let host: string;
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
   const upgrades: string[] = [];
+  /** The Via each upgrade reached the origin with. */
+  const upgradeVias: Array<string | undefined> = [];
   let upstreamEnded = 0;
 
   before(async () => {
@@ -42,7 +44,9 @@ describe('Upgrade through the proxy', () => {
     });
     origin.on('upgrade', (req, socket) => {
       upgrades.push(req.url ?? '');
-      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      upgradeVias.push(req.headers['via']);
+      const via = req.url === '/ws-via' ? 'Via: 1.1 origin-front\r\n' : '';
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${via}\r\n`);
       socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
       // Like a real WebSocket server: the stream is over when the peer ends it.
       socket.on('end', () => {
@@ -77,5 +81,15 @@ describe('Upgrade through the proxy', () => {
     assert.match(text, /^HTTP\/1\.1 403 /);
     assert.match(text, /x-robots-proxy-decision: deny; reason=rule-disallow/);
     assert.deepEqual(upgrades, ['/ws']);
+  });
+
+  it('adds its Via to the upgrade it relays and to the answer (RFC 9110 §7.6.3), after the hops already there', async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/ws-via`, host, 'hi', 'Via: 1.0 corp-gateway\r\n');
+    assert.match(text, /^HTTP\/1\.1 101 /);
+    const sent = upgradeVias[upgrades.indexOf('/ws-via')];
+    assert.match(sent ?? '', /^1\.0 corp-gateway, 1\.1 robots-proxy-[a-z0-9]+$/);
+    const pseudonym = (sent ?? '').split(' ').pop();
+    const head = text.slice(0, text.indexOf('\r\n\r\n'));
+    assert.match(head, new RegExp(`\\r\\nvia: 1\\.1 origin-front, 1\\.1 ${pseudonym}(\\r\\n|$)`, 'i'));
   });
 });
