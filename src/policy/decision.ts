@@ -27,7 +27,8 @@ import type { RuleKind } from '../robots/types.js';
  *   (`access.maxAuthFailures` per `access.authFailureWindow`); answered 429 with `Retry-After`
  *   without checking the credentials.
  * - `identity-mismatch`: a bound identity's User-Agent names none of its tokens and
- *   `onMismatch` is `deny` (403).
+ *   `onMismatch` is `deny` (403); or, at admission, a client of a `binding` client range sent
+ *   valid proxy credentials for another identity (403, no identity facts).
  * - `queue-full`: the per-origin queue is full or the wait would exceed `pacing.maxWait`.
  * - `bad-request`: not a proxy request (no absolute URL, bad host).
  * - `upstream-error`: allowed, but the upstream failed or timed out.

@@ -42,3 +42,37 @@ test('checks in flight count against the budget until they settle; a success fre
   throttle.settle('10.0.0.1', 10, true);
   assert.equal(throttle.begin('10.0.0.1', 20), 59_985, 'two failures: wait until the window that began at 5 ends');
 });
+
+test('no other /64 can spend a /64\'s budget: not its neighbours, not a whole /48 of guessers, not IPv4 clients', () => {
+  const throttle = new AuthThrottle({ maxFailures: 3, windowMs: 60_000 });
+  const host = '2001:db8:aa:1::10';
+  throttle.recordFailure(host, 0);
+  // Every other /64 of 2001:db8:aa::/48 fails, and fails again, and has checks in flight.
+  for (let subnet = 2; subnet < 500; subnet++) {
+    const guesser = `2001:db8:aa:${subnet.toString(16)}::1`;
+    for (let i = 0; i < 5; i++) throttle.recordFailure(guesser, 1);
+    throttle.begin(guesser, 1);
+  }
+  for (let i = 0; i < 5; i++) throttle.recordFailure('10.0.0.1', 1);
+  for (let i = 0; i < 5; i++) throttle.recordFailure('::ffff:10.0.0.2', 1);
+  assert.equal(throttle.retryAfterMs('2001:db8:aa:2::1', 2), 59_999, 'the guessers are throttled');
+  assert.equal(throttle.retryAfterMs(host, 2), undefined);
+  assert.equal(throttle.begin(host, 2), undefined, 'the host\'s /64 has two of its three checks left');
+  throttle.settle(host, 2, true);
+  assert.equal(throttle.begin('2001:db8:aa:1::77', 3), undefined);
+  throttle.settle('2001:db8:aa:1::77', 3, true);
+  assert.equal(throttle.begin(host, 4), 59_996, 'its own three failures (from two addresses of the /64) spend it');
+  assert.equal(throttle.retryAfterMs('::ffff:10.0.0.3', 4), undefined, 'IPv4-mapped clients are counted per IPv4 address, not as one ::/64');
+});
+
+test('verified credentials are remembered per exact address, not per /64, bounded per address', () => {
+  const throttle = new AuthThrottle({ maxFailures: 1, windowMs: 60_000 });
+  const alice = { user: 'alice', hash: '$2b$04$aaaa' };
+  throttle.recordVerified('2001:db8:aa:1::10', alice);
+  assert.equal(throttle.hasVerified('2001:db8:aa:1::10', alice), true);
+  assert.equal(throttle.hasVerified('2001:db8:aa:1::11', alice), false, 'a neighbour in the same /64 did not verify them');
+  assert.equal(throttle.hasVerified('2001:db8:aa:1::10', { user: 'alice', hash: '$2b$04$bbbb' }), false, 'a changed password is not remembered');
+  for (let i = 0; i < 40; i++) throttle.recordVerified('10.0.0.1', { user: `u${i}`, hash: 'h' });
+  assert.equal(throttle.hasVerified('10.0.0.1', { user: 'u39', hash: 'h' }), true);
+  assert.equal(throttle.hasVerified('10.0.0.1', { user: 'u0', hash: 'h' }), false, 'the oldest user of a crowded address is dropped');
+});

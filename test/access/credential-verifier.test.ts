@@ -56,3 +56,17 @@ test('an unknown user is checked against a decoy hash of the bcrypt cost the fil
   verifier.setCredentials(file([`alice:${bcrypt.hashSync('s3cret', 6)}`]));
   assert.equal(bcrypt.getRounds(await verifier.decoyHash()), 6, 'a reloaded file with another cost gets a decoy of that cost');
 });
+
+test('rememberedEntry answers from the cache alone: verified credentials only, never a bcrypt run', async () => {
+  const verifier = new CredentialVerifier(file([`alice:${bcrypt.hashSync('s3cret', 4)}:lab`, `bob:${bcrypt.hashSync('b0b', 4)}`]));
+  assert.equal(verifier.rememberedEntry(basic('alice', 's3cret')), undefined, 'right, but never verified');
+  assert.equal(verifier.bcryptRuns, 0);
+  assert.equal((await verifier.verify(basic('alice', 's3cret'))).ok, true);
+  assert.equal(verifier.rememberedEntry(basic('alice', 's3cret'))?.identity, 'lab');
+  assert.equal(verifier.rememberedEntry(basic('alice', 'wrong')), undefined);
+  assert.equal(verifier.rememberedEntry(basic('bob', 'b0b')), undefined);
+  assert.equal(verifier.rememberedEntry('Digest x'), undefined);
+  assert.equal(verifier.bcryptRuns, 1);
+  verifier.setCredentials(file([`alice:${bcrypt.hashSync('other', 4)}:lab`]));
+  assert.equal(verifier.rememberedEntry(basic('alice', 's3cret')), undefined, 'a changed password is forgotten');
+});

@@ -84,7 +84,7 @@ describe('Upgrade through the proxy', () => {
   });
 
   it('adds its Via to the upgrade it relays and to the answer (RFC 9110 §7.6.3), after the hops already there', async () => {
-    const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/ws-via`, host, 'hi', 'Via: 1.0 corp-gateway\r\n');
+    const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/ws-via`, host, 'ping-via', 'Via: 1.0 corp-gateway\r\n');
     assert.match(text, /^HTTP\/1\.1 101 /);
     const sent = upgradeVias[upgrades.indexOf('/ws-via')];
     assert.match(sent ?? '', /^1\.0 corp-gateway, 1\.1 robots-proxy-[a-z0-9]+$/);

@@ -1,0 +1,156 @@
+/**
+ * Admission rules end to end (real proxy, real sockets from several loopback addresses): a
+ * throttled address still gets in with credentials it verified itself before (and only those),
+ * and who wins when a client range names an identity and the client's credentials name another
+ * (the credentials, unless the range is `binding`).
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import bcrypt from 'bcryptjs';
+import { captureLogs, startOrigin, startTestProxy, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
+import { waitFor } from '../helpers/proxy-client.js';
+
+const UA = 'ExampleBot/1.0';
+const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+
+/** alice (her own identity), bob (identity lab-scrapers), carol (identity carol); bcrypt cost 4. */
+function writeCredentials(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'robots-proxy-users-')), 'users');
+  writeFileSync(file, `alice:${bcrypt.hashSync('alice-pw', 4)}\nbob:${bcrypt.hashSync('bob-pw', 4)}:lab-scrapers\ncarol:${bcrypt.hashSync('carol-pw', 4)}\n`, { mode: 0o600 });
+  return file;
+}
+
+/** One absolute-form GET through the proxy from `localAddress`, on a connection of its own. */
+function get(port: number, url: string, localAddress: string, authorization?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: http.OutgoingHttpHeaders = { 'user-agent': UA, ...(authorization ? { 'proxy-authorization': authorization } : {}) };
+    const req = http.request({ host: '127.0.0.1', port, path: url, headers, agent: false, localAddress }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The status line of a CONNECT to `authority` from `localAddress`. */
+function connectStatus(port: number, authority: string, localAddress: string, authorization: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port, localAddress });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => {
+      text += d;
+      if (text.includes('\r\n')) {
+        socket.destroy();
+        resolve(text.slice(0, text.indexOf('\r\n')));
+      }
+    });
+    socket.on('error', reject);
+    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${authorization}\r\n\r\n`);
+  });
+}
+
+describe('a throttled address and the credentials it verified before', () => {
+  let proxy: Proxy;
+  let origin: TestOrigin;
+
+  before(async () => {
+    origin = await startOrigin(siteHandler({ robots: 'User-agent: *\nAllow: /\n' }));
+    proxy = await startTestProxy({ access: { clients: ['127.0.0.0/8'], credentialsFile: writeCredentials(), maxAuthFailures: 3, authFailureWindow: '1m' } });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('admits its own verified credentials while throttled, and nothing else: no oracle over the shared cache', async () => {
+    const port = proxy.proxyAddress.port;
+    const guesser = '127.0.0.13';
+    assert.equal((await get(port, `${origin.url}/a1`, guesser, basic('alice', 'alice-pw'))).status, 200, 'alice verified from the address');
+    assert.equal((await get(port, `${origin.url}/b1`, '127.0.0.14', basic('bob', 'bob-pw'))).status, 200, 'bob verified from another address');
+    for (let i = 0; i < 3; i++) assert.equal((await get(port, `${origin.url}/g${i}`, guesser, basic('carol', `guess-${i}`))).status, 407);
+    const hitsBefore = origin.hits.length;
+    // Throttled: alice's credentials, verified from here before (remembered, no bcrypt), still get in.
+    const alice = await get(port, `${origin.url}/a2`, guesser, basic('alice', 'alice-pw'));
+    assert.equal(alice.status, 200, alice.body);
+    // bob's are right and remembered too, but were never verified from here: admitting them would let a
+    // throttled guesser test passwords against the cache (right: 200, wrong: 429).
+    const bob = await get(port, `${origin.url}/b2`, guesser, basic('bob', 'bob-pw'));
+    assert.equal(bob.status, 429);
+    assert.equal(bob.headers['x-robots-proxy-decision'], 'deny; reason=proxy-auth-throttled');
+    // carol's are right but never verified at all: a check is bcrypt work, which the budget withholds.
+    assert.equal((await get(port, `${origin.url}/c`, guesser, basic('carol', 'carol-pw'))).status, 429);
+    assert.equal((await get(port, `${origin.url}/a3`, guesser, basic('alice', 'wrong'))).status, 429);
+    assert.deepEqual(origin.hits.slice(hitsBefore).map((h) => h.url), ['/a2']);
+    // Another address still has its budget, and bob's credentials work from where they were verified.
+    assert.equal((await get(port, `${origin.url}/b3`, '127.0.0.14', basic('bob', 'bob-pw'))).status, 200);
+  });
+});
+
+describe('a client range that names an identity, and credentials that name another', () => {
+  let proxy: Proxy;
+  let origin: TestOrigin;
+  let logs: LogCapture;
+  const BOUND = '127.0.0.21';
+  const NAMED = '127.0.0.22';
+
+  before(async () => {
+    origin = await startOrigin(siteHandler({ robots: 'User-agent: *\nAllow: /\n' }));
+    logs = captureLogs();
+    proxy = await startTestProxy(
+      {
+        access: {
+          clients: ['127.0.0.1/32', { range: `${BOUND}/32`, identity: 'lab-scrapers', binding: true }, { range: `${NAMED}/32`, identity: 'lab-scrapers' }],
+          credentialsFile: writeCredentials(),
+        },
+      },
+      { logger: logs.logger },
+    );
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  /** The identity name of the access line of the request for `path`. */
+  async function identityOf(path: string): Promise<unknown> {
+    await waitFor(() => logs.lines.some((l) => l['msg'] === 'request' && String(l['url']).endsWith(path)), `the access line of ${path}`);
+    return logs.lines.find((l) => l['msg'] === 'request' && String(l['url']).endsWith(path))?.['identity'];
+  }
+
+  it('without binding, valid credentials name the identity; the range names it for clients without credentials', async () => {
+    const port = proxy.proxyAddress.port;
+    assert.equal((await get(port, `${origin.url}/n1`, NAMED, basic('alice', 'alice-pw'))).status, 200);
+    assert.equal(await identityOf('/n1'), 'alice');
+    assert.equal((await get(port, `${origin.url}/n2`, NAMED)).status, 200);
+    assert.equal(await identityOf('/n2'), 'lab-scrapers');
+    assert.equal((await get(port, `${origin.url}/n3`, NAMED, basic('alice', 'wrong'))).status, 407, 'wrong credentials are refused, not ignored');
+  });
+
+  it('a binding range refuses credentials for another identity (403 identity-mismatch), for requests and CONNECT, before any upstream contact', async () => {
+    const port = proxy.proxyAddress.port;
+    const hitsBefore = origin.hits.length;
+    const refused = await get(port, `${origin.url}/b1`, BOUND, basic('alice', 'alice-pw'));
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers['x-robots-proxy-decision'], 'deny; reason=identity-mismatch');
+    assert.match(refused.body, /bound to identity "lab-scrapers" \(access\.clients binding: true\); credentials for identity "alice" are not accepted/);
+    assert.match(await connectStatus(port, `127.0.0.1:${new URL(origin.url).port}`, BOUND, basic('alice', 'alice-pw')), /^HTTP\/1\.1 403 /);
+    assert.equal(origin.hits.length, hitsBefore, 'the origin saw nothing');
+    // Credentials for the range's own identity are fine; so is no credentials; wrong ones still get 407.
+    assert.equal((await get(port, `${origin.url}/b2`, BOUND, basic('bob', 'bob-pw'))).status, 200);
+    assert.equal(await identityOf('/b2'), 'lab-scrapers');
+    assert.equal((await get(port, `${origin.url}/b3`, BOUND)).status, 200);
+    assert.equal(await identityOf('/b3'), 'lab-scrapers');
+    assert.equal((await get(port, `${origin.url}/b4`, BOUND, basic('alice', 'wrong'))).status, 407);
+  });
+});
