@@ -23,7 +23,7 @@ import type { Decision } from '../policy/decision.js';
 import type { Identity, UserAgentRewrite } from '../policy/identity.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { ClientRanges, type RangeMatch } from './client-ranges.js';
-import { CredentialVerifier } from './credential-verifier.js';
+import { CredentialVerifier, parseBasicCredentials } from './credential-verifier.js';
 import { readCredentialsFile, type CredentialEntry, type Credentials } from './credentials-file.js';
 import { checkSecretFileMode, type SecretFileWarning } from './secret-file-mode.js';
 
@@ -239,6 +239,10 @@ export class AccessControl {
       if (remembered !== undefined && this.#throttle.hasVerified(address, remembered)) {
         return this.#admitWithCredentials(remembered, this.#clientOf(remembered), range, origin);
       }
+      // A wrong password for a user verified from here ends that user's pass from here: one who
+      // shares the address (a NAT) and guesses gets one answer per window, not a stream of them.
+      const user = remembered === undefined ? parseBasicCredentials(authorization)?.user : undefined;
+      if (user !== undefined) this.#throttle.forgetVerified(address, user);
       const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
       const detail = `more than ${this.#config.access.maxAuthFailures} failed credential checks from this address within access.authFailureWindow; credentials are not checked for ${retryAfterSeconds} s`;
       return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds } };
@@ -255,6 +259,7 @@ export class AccessControl {
       if (socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
       return admission;
     }
+    if (verification.user !== undefined) this.#throttle.forgetVerified(address, verification.user);
     const detail =
       verification.failure === 'malformed'
         ? 'the Proxy-Authorization header is not Basic credentials (RFC 7617: "Basic" and base64 of user:password)'

@@ -15,8 +15,8 @@
  * neighbours' new logins. Each /64 (and each IPv4 address, IPv4-mapped ones included) has a
  * budget of its own that no other one can spend. What softens the sharing: the throttle also
  * remembers, per exact address, the users whose credentials were verified from it
- * ({@link AuthThrottle.recordVerified}), and the caller admits such remembered credentials
- * while the /64 is throttled (see access-control.ts).
+ * ({@link AuthThrottle.recordVerified}; a wrong password for the user from there forgets it), and
+ * the caller admits such remembered credentials while the /64 is throttled (see access-control.ts).
  * Clock given by the caller (`nowMs`). Extension, not in RFC 9309.
  */
 import ipaddr from 'ipaddr.js';
@@ -79,6 +79,15 @@ export class AuthThrottle {
       users.delete(users.keys().next().value as string);
     }
     users.set(credential.user, credential.hash);
+  }
+
+  /**
+   * Forgets that `user` was verified from exactly `address`: called when a wrong password for
+   * `user` comes from it, so that a guesser sharing the address (a NAT) learns at most one
+   * right-or-wrong answer from the throttled path per window. Never throws.
+   */
+  forgetVerified(address: string, user: string): void {
+    this.#verified.peek(address)?.delete(user);
   }
 
   /** True when `credential` was verified from exactly `address` (see {@link AuthThrottle.recordVerified}). Never throws. */

@@ -16,9 +16,10 @@ import type { Config } from './types.js';
  * the metrics' label bounds. A change to
  * any of them is reported and ignored until a restart. (`admin` includes the admin token.)
  * Everything else applies live, `access`, `identities` and `identity` included: the client
- * ranges, the identities' bindings and the failure budget apply to the next request (requests
- * in open tunnels too), and the credentials file named by `access.credentialsFile` is re-read
- * on every reload (before anything is applied: a bad file fails the reload).
+ * ranges (a range's `binding` too), the identities' bindings and the failure budget apply to the
+ * next request (requests in open tunnels too), and the credentials file named by
+ * `access.credentialsFile` is re-read on every reload (before anything is applied: a bad or
+ * world-writable file fails the reload; one others may read is warned about).
  * Among them `policy.rules` (one key: the list is compiled anew, and requests still queued take
  * the pacing of the rule that matches them under it), `enforcement` and `pacing.enabled`.
  */

@@ -90,6 +90,9 @@ describe('a throttled address and the credentials it verified before', () => {
     // carol's are right but never verified at all: a check is bcrypt work, which the budget withholds.
     assert.equal((await get(port, `${origin.url}/c`, guesser, basic('carol', 'carol-pw'))).status, 429);
     assert.equal((await get(port, `${origin.url}/a3`, guesser, basic('alice', 'wrong'))).status, 429);
+    // That wrong password for alice ended her pass from this address: a guesser sharing it (a NAT) gets
+    // one right-or-wrong answer per window, not one per request.
+    assert.equal((await get(port, `${origin.url}/a4`, guesser, basic('alice', 'alice-pw'))).status, 429);
     assert.deepEqual(origin.hits.slice(hitsBefore).map((h) => h.url), ['/a2']);
     // Another address still has its budget, and bob's credentials work from where they were verified.
     assert.equal((await get(port, `${origin.url}/b3`, '127.0.0.14', basic('bob', 'bob-pw'))).status, 200);

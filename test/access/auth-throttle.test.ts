@@ -75,4 +75,7 @@ test('verified credentials are remembered per exact address, not per /64, bounde
   for (let i = 0; i < 40; i++) throttle.recordVerified('10.0.0.1', { user: `u${i}`, hash: 'h' });
   assert.equal(throttle.hasVerified('10.0.0.1', { user: 'u39', hash: 'h' }), true);
   assert.equal(throttle.hasVerified('10.0.0.1', { user: 'u0', hash: 'h' }), false, 'the oldest user of a crowded address is dropped');
+  throttle.forgetVerified('2001:db8:aa:1::10', 'alice');
+  assert.equal(throttle.hasVerified('2001:db8:aa:1::10', alice), false, 'a wrong password for alice from there forgets her');
+  assert.equal(throttle.hasVerified('10.0.0.1', { user: 'u39', hash: 'h' }), true);
 });
