@@ -49,6 +49,7 @@ describe('loadConfig: one fixture per failure mode', () => {
     ['bad-redis-url.yaml', 'state.redis.url', 4, 5],
     ['not-a-mapping.yaml', undefined, 1, 1],
     ['bad-client-range.yaml', 'access.clients["1"].range', 5, 9],
+    ['binding-without-identity.yaml', 'access.clients["1"].binding', 5, 29],
     ['admin-beyond-loopback.yaml', 'admin.host', 4, 3],
     ['identity-set-without-value.yaml', 'identities.lab-scrapers.userAgentValue', 3, 3],
     ['bad-identity-token.yaml', 'identities.lab-scrapers.tokens["0"]', 5, 9],
@@ -222,7 +223,7 @@ describe('valid sample', () => {
       },
       metrics: { tokenLabels: 10, identityLabels: 5, busiestOrigins: 3 },
       access: {
-        clients: [{ range: '127.0.0.1/32' }, { range: '10.0.0.0/8' }, { range: '10.1.0.0/16', identity: 'lab-scrapers' }, { range: '2001:db8::/32' }],
+        clients: [{ range: '127.0.0.1/32' }, { range: '10.0.0.0/8' }, { range: '10.1.0.0/16', identity: 'lab-scrapers', binding: true }, { range: '2001:db8::/32' }],
         credentialsFile: '/etc/robots-proxy/users',
         realm: 'Example crawl proxy',
         maxAuthFailures: 5,
