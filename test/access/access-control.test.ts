@@ -7,13 +7,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { captureLogs, startOrigin, startTestProxy, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
-import { waitFor } from '../helpers/proxy-client.js';
+import { connectFrom, proxyRequest, waitFor, type ProxyAnswer } from '../helpers/proxy-client.js';
 
 const UA = 'ExampleBot/1.0';
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -27,35 +25,8 @@ function writeCredentials(): string {
 }
 
 /** One absolute-form GET through the proxy from `localAddress`, on a connection of its own. */
-function get(port: number, url: string, localAddress: string, authorization?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: http.OutgoingHttpHeaders = { 'user-agent': UA, ...(authorization ? { 'proxy-authorization': authorization } : {}) };
-    const req = http.request({ host: '127.0.0.1', port, path: url, headers, agent: false, localAddress }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** The status line of a CONNECT to `authority` from `localAddress`. */
-function connectStatus(port: number, authority: string, localAddress: string, authorization: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port, localAddress });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => {
-      text += d;
-      if (text.includes('\r\n')) {
-        socket.destroy();
-        resolve(text.slice(0, text.indexOf('\r\n')));
-      }
-    });
-    socket.on('error', reject);
-    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${authorization}\r\n\r\n`);
-  });
+function get(port: number, url: string, localAddress: string, authorization?: string): Promise<ProxyAnswer> {
+  return proxyRequest(port, url, { localAddress, headers: { 'user-agent': UA, ...(authorization ? { 'proxy-authorization': authorization } : {}) } });
 }
 
 describe('a throttled address and the credentials it verified before', () => {
@@ -81,7 +52,7 @@ describe('a throttled address and the credentials it verified before', () => {
     const hitsBefore = origin.hits.length;
     // Throttled: alice's credentials, verified from here before (remembered, no bcrypt), still get in.
     const alice = await get(port, `${origin.url}/a2`, guesser, basic('alice', 'alice-pw'));
-    assert.equal(alice.status, 200, alice.body);
+    assert.equal(alice.status, 200, alice.body.toString());
     // bob's are right and remembered too, but were never verified from here: admitting them would let a
     // throttled guesser test passwords against the cache (right: 200, wrong: 429).
     const bob = await get(port, `${origin.url}/b2`, guesser, basic('bob', 'bob-pw'));
@@ -146,8 +117,8 @@ describe('a client range that names an identity, and credentials that name anoth
     const refused = await get(port, `${origin.url}/b1`, BOUND, basic('alice', 'alice-pw'));
     assert.equal(refused.status, 403);
     assert.equal(refused.headers['x-robots-proxy-decision'], 'deny; reason=identity-mismatch');
-    assert.match(refused.body, /bound to identity "lab-scrapers" \(access\.clients binding: true\); credentials for identity "alice" are not accepted/);
-    assert.match(await connectStatus(port, `127.0.0.1:${new URL(origin.url).port}`, BOUND, basic('alice', 'alice-pw')), /^HTTP\/1\.1 403 /);
+    assert.match(refused.body.toString(), /bound to identity "lab-scrapers" \(access\.clients binding: true\); credentials for identity "alice" are not accepted/);
+    assert.match(await connectFrom(port, `127.0.0.1:${new URL(origin.url).port}`, BOUND, [`Proxy-Authorization: ${basic('alice', 'alice-pw')}`]), /^HTTP\/1\.1 403 /);
     assert.equal(origin.hits.length, hitsBefore, 'the origin saw nothing');
     // Credentials for the range's own identity are fine; so is no credentials; wrong ones still get 407.
     assert.equal((await get(port, `${origin.url}/b2`, BOUND, basic('bob', 'bob-pw'))).status, 200);

@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net from 'node:net';
+import { connectFrom } from '../helpers/proxy-client.js';
 import { captureLogs, startOrigin, startTestProxy, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 
 type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
@@ -20,23 +20,6 @@ function get(port: number, url: string, localAddress: string) {
     });
     req.on('error', reject);
     req.end();
-  });
-}
-
-/** Sends a CONNECT from `localAddress` and resolves with the head of the answer. */
-function connectFrom(port: number, authority: string, localAddress: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port, localAddress }, () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => {
-      text += d;
-      if (text.includes('\r\n\r\n')) {
-        socket.destroy();
-        resolve(text.slice(0, text.indexOf('\r\n\r\n')));
-      }
-    });
-    socket.on('error', reject);
   });
 }
 

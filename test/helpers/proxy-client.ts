@@ -19,16 +19,25 @@ export interface ProxyAnswer {
 /**
  * Sends one absolute-form request to the proxy on 127.0.0.1:`proxyPort` and
  * reads the whole answer. `body` is written (Buffer) or piped (stream); a new
- * connection is used unless `agent` is given.
+ * connection is used unless `agent` is given; `localAddress` is the client's
+ * address (another loopback address, e.g. `127.0.0.2`).
  */
 export function proxyRequest(
   proxyPort: number,
   url: string,
-  options: { method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | Readable; agent?: http.Agent | false } = {},
+  options: { method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | Readable; agent?: http.Agent | false; localAddress?: string } = {},
 ): Promise<ProxyAnswer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: proxyPort, method: options.method ?? 'GET', path: url, headers: options.headers, agent: options.agent ?? false },
+      {
+        host: '127.0.0.1',
+        port: proxyPort,
+        method: options.method ?? 'GET',
+        path: url,
+        headers: options.headers,
+        agent: options.agent ?? false,
+        ...(options.localAddress !== undefined ? { localAddress: options.localAddress } : {}),
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));
@@ -42,6 +51,24 @@ export function proxyRequest(
     if (options.body === undefined) req.end();
     else if (Buffer.isBuffer(options.body)) req.end(options.body);
     else options.body.pipe(req);
+  });
+}
+
+/** Sends `CONNECT authority` (with `headers`, raw lines such as `Proxy-Authorization: ...`) from `localAddress`; resolves with the head of the answer. */
+export function connectFrom(port: number, authority: string, localAddress: string, headers: readonly string[] = []): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const head = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`, ...headers, '', ''].join('\r\n');
+    const socket = net.connect({ host: '127.0.0.1', port, localAddress }, () => socket.write(head));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => {
+      text += d;
+      if (text.includes('\r\n\r\n')) {
+        socket.destroy();
+        resolve(text.slice(0, text.indexOf('\r\n\r\n')));
+      }
+    });
+    socket.on('error', reject);
   });
 }
 
