@@ -5,7 +5,7 @@
  * 2. `Proxy-Authorization: Basic` credentials, when given, must match the credentials file
  *    (else 407 `proxy-auth-required`; an address past its failure budget gets 429
  *    `proxy-auth-throttled` without a check, unless they are credentials this exact address
- *    verified before: see {@link AccessControl.admit}); valid ones name the identity, even from a
+ *    verified before: see auth-throttle.ts); valid ones name the identity, even from a
  *    range that names another one, unless that range is `binding` (then 403 `identity-mismatch`);
  * 3. without credentials, the range's identity applies, if it names one; else, when a
  *    credentials file is configured, 407; else the client is anonymous.

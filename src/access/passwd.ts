@@ -9,7 +9,7 @@
  * {@link LOCK_WAIT_MS} for it to go; a stale one (a run killed mid-write) is named in the error,
  * never removed. A new file gets mode 0600. Extension, not in RFC 9309.
  */
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
 import bcrypt from 'bcryptjs';
@@ -65,7 +65,7 @@ export async function writeCredential(file: string, user: string, password: stri
   try {
     const existing = statIfExists(file);
     const next = editedCredentials(existing === undefined ? '' : readFileSync(file, 'utf8'), existing !== undefined, file, user, hash, options.identity);
-    writeSync(fd, next.text);
+    writeFileSync(fd, next.text);
     if (existing !== undefined) {
       fchmodSync(fd, existing.mode & 0o777);
       // As root, editing a file the proxy's user owns must not hand it to root (the proxy could no longer read it).
