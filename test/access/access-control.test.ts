@@ -7,6 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -127,4 +128,68 @@ describe('a client range that names an identity, and credentials that name anoth
     assert.equal(await identityOf('/b3'), 'lab-scrapers');
     assert.equal((await get(port, `${origin.url}/b4`, BOUND, basic('alice', 'wrong'))).status, 407);
   });
+
+  it('a reload that makes a range binding applies to the tunnels its clients opened with other credentials', async () => {
+    const port = proxy.proxyAddress.port;
+    const authority = `127.0.0.1:${new URL(origin.url).port}`;
+    const tunnel = await openTunnel(port, authority, NAMED, basic('alice', 'alice-pw'));
+    try {
+      assert.match(await tunnel.exchange(`GET /t1 HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${UA}\r\n\r\n`), /^HTTP\/1\.1 200 /);
+      const current = proxy.currentConfig();
+      proxy.reload({ ...current, access: { ...current.access, clients: current.access.clients.map((c) => (c.range === `${NAMED}/32` ? { ...c, binding: true } : c)) } });
+      const after = await tunnel.exchange(`GET /t2 HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${UA}\r\n\r\n`);
+      assert.match(after, /^HTTP\/1\.1 403 /);
+      assert.match(after, /x-robots-proxy-decision: deny; reason=identity-mismatch/i);
+      assert.ok(!origin.hits.some((h) => h.url === '/t2'), 'the origin never saw the refused request');
+    } finally {
+      tunnel.close();
+    }
+  });
 });
+
+/** A CONNECT tunnel opened from `localAddress` with `authorization`, carrying plain HTTP: one request at a time. */
+async function openTunnel(port: number, authority: string, localAddress: string, authorization: string): Promise<{ exchange(request: string): Promise<string>; close(): void }> {
+  const socket = net.connect({ host: '127.0.0.1', port, localAddress });
+  socket.setEncoding('latin1');
+  let buffered = '';
+  let waiting: (() => void) | undefined;
+  socket.on('data', (d: string) => {
+    buffered += d;
+    waiting?.();
+  });
+  /** Resolves with the next complete response (head, and a body of its Content-Length, or chunks to the last). */
+  const nextResponse = (): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = buffered.slice(0, end);
+        let total: number;
+        if (/\r\ntransfer-encoding: *chunked/i.test(head)) {
+          const last = buffered.indexOf('\r\n0\r\n\r\n', end);
+          if (last < 0) return;
+          total = last + 7;
+        } else {
+          total = end + 4 + Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+          if (buffered.length < total) return;
+        }
+        const response = buffered.slice(0, total);
+        buffered = buffered.slice(total);
+        waiting = undefined;
+        resolve(response);
+      };
+      waiting = check;
+      socket.once('error', reject);
+      check();
+    });
+  socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${authorization}\r\n\r\n`);
+  const established = await nextResponse();
+  assert.match(established, /^HTTP\/1\.1 200 /);
+  return {
+    exchange: (request) => {
+      socket.write(request);
+      return nextResponse();
+    },
+    close: () => socket.destroy(),
+  };
+}
