@@ -4,7 +4,7 @@
  * The test PKI (a CA and a server certificate for 127.0.0.1 and localhost)
  * comes from test/cache/support.ts.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { spawn, execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -12,12 +12,11 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import type { TestPki } from '../cache/support.js';
-import type { RemoteHit } from './processes.js';
+import { firstLine, stop, stopAfterFailedStart, type RemoteHit } from './processes.js';
 
 export { createTestPki, startOrigin as startTlsOrigin, type TestPki, type TestOrigin as TlsOrigin } from '../cache/support.js';
 
@@ -40,15 +39,6 @@ export interface HttpsOriginsProcess {
   close(): Promise<void>;
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
-  });
-}
-
 /** Starts the HTTPS origins of `specs` (see origins-process.ts) presenting `pki`'s server certificate. */
 export async function startHttpsOriginsProcess(
   specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number }>,
@@ -59,19 +49,7 @@ export async function startHttpsOriginsProcess(
     cwd: root,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const ports = await new Promise<Record<string, number>>((resolve, reject) => {
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => reject(new Error(`https origins did not start: ${stderr}`)), 20_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`https origins exited with ${code}: ${stderr}`));
-    });
-    createInterface({ input: child.stdout! }).once('line', (line) => {
-      clearTimeout(timer);
-      resolve(JSON.parse(line) as Record<string, number>);
-    });
-  });
+  const ports = await stopAfterFailedStart(child, async () => JSON.parse(await firstLine(child, 'https origins')) as Record<string, number>);
   const dispatcher = new Agent({ connect: { ca: pki.caPem } });
   return {
     ports,
@@ -79,7 +57,7 @@ export async function startHttpsOriginsProcess(
     hits: async (name) => (await (await request(`https://127.0.0.1:${ports[name]}/__hits`, { dispatcher })).body.json()) as RemoteHit[],
     close: async () => {
       await dispatcher.close();
-      await stopChild(child);
+      await stop(child);
     },
   };
 }

@@ -32,7 +32,7 @@ export interface OriginsProcess {
  * Resolves with the first line `child` writes to stdout. Rejects when it exits first or writes
  * nothing for `timeoutMs` ms; the caller then owns a child that may still run (see {@link stopAfterFailedStart}).
  */
-function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
+export function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     let stderr = '';
@@ -50,7 +50,7 @@ function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promi
 }
 
 /** Ends `child`: SIGTERM, then SIGKILL after 5 s; resolves once it has exited (and been reaped). */
-function stop(child: ChildProcess): Promise<void> {
+export function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once('exit', () => resolve());
@@ -75,7 +75,7 @@ export class StartFailure extends Error {
  * Runs `starting`; when it fails (timeout, bad first line, early exit), kills `child` and waits
  * for its exit before rethrowing as a {@link StartFailure}, so a failed start leaves no process behind.
  */
-async function stopAfterFailedStart<T>(child: ChildProcess, starting: () => Promise<T>): Promise<T> {
+export async function stopAfterFailedStart<T>(child: ChildProcess, starting: () => Promise<T>): Promise<T> {
   try {
     return await starting();
   } catch (error) {
