@@ -253,10 +253,11 @@ export class AccessControl {
     if (verification.ok) {
       const { entry } = verification;
       this.#throttle.recordVerified(address, entry);
-      // The range's binding is judged here too: the memo holds the admission, refusal or not, for this socket's address.
+      // The range's binding is judged here too.
       const admission = this.#admitWithCredentials(entry, this.#clientOf(entry), range, origin);
-      // Remembered for the connection's next requests, unless a reload came while bcrypt ran.
-      if (socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
+      // An admission is remembered for the connection's next requests (unless a reload came while
+      // bcrypt ran); a refusal is not: its Decision names this request's origin and is the request's own.
+      if (admission.isAdmitted && socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
       return admission;
     }
     if (verification.user !== undefined) this.#throttle.forgetVerified(address, verification.user);
