@@ -20,10 +20,21 @@ import { HoldList } from './hold-list.js';
 import { GrantedSlot, Waiter, type OriginState, type SlotHost } from './pacer-records.js';
 import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, Slot } from './types.js';
 
-/** The resolve function of the promise being built (see {@link capture}); avoids a closure per waiter. */
-let capturedResolve: (outcome: AcquireOutcome) => void = () => undefined;
+const NO_RESOLVE = (): void => undefined;
+/**
+ * The resolve function of the promise being built (see {@link capture}); avoids a closure per
+ * waiter. Reset as soon as the waiter takes it ({@link takeCaptured}): left set, it would keep the
+ * last queued request's promise, its outcome and slot, and through the slot's hold callback the
+ * whole request, alive after the request ended.
+ */
+let capturedResolve: (outcome: AcquireOutcome) => void = NO_RESOLVE;
 function capture(resolve: (outcome: AcquireOutcome) => void): void {
   capturedResolve = resolve;
+}
+function takeCaptured(): (outcome: AcquireOutcome) => void {
+  const resolve = capturedResolve;
+  capturedResolve = NO_RESOLVE;
+  return resolve;
 }
 
 const CLOSED: AcquireOutcome = Object.freeze({ granted: false, refusal: Object.freeze({ reason: 'closed' }) }) as AcquireOutcome;
@@ -125,7 +136,7 @@ export class Pacer {
     const refusal = this.#refusalFor(state, options.identity, delayMs, nowMs);
     if (refusal) return Promise.resolve({ granted: false, refusal });
     const promise = new Promise<AcquireOutcome>(capture);
-    const waiter = new Waiter(capturedResolve, state, delayMs, options.maxConcurrency, maxConcurrency, options.limits, nowMs, signal, options.onHoldExceeded, this.#onAbort);
+    const waiter = new Waiter(takeCaptured(), state, delayMs, options.maxConcurrency, maxConcurrency, options.limits, nowMs, signal, options.onHoldExceeded, this.#onAbort);
     signal?.addEventListener('abort', waiter);
     queue.push(options.identity, waiter);
     this.#remember(state, delayMs, maxConcurrency);

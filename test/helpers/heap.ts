@@ -15,3 +15,9 @@ export function heapUsedAfterGc(): number {
   gc();
   return process.memoryUsage().heapUsed;
 }
+
+/** Two full garbage collections (to test that something became unreachable, through a WeakRef). */
+export function collectGarbage(): void {
+  gc();
+  gc();
+}
