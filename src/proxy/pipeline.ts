@@ -24,6 +24,7 @@ import { forwardableHeaders } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER, isCertificateError, renderProxyResponse } from './responses.js';
+import { InFlightList, InFlightRequest } from './in-flight-list.js';
 import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
@@ -124,7 +125,7 @@ export class RequestPipeline {
   private policy: CompiledPolicy;
   private isDraining = false;
   /** Requests between arrival and their access line; each entry ends one of them early with an error code. */
-  private readonly inFlight = new Set<(error: string) => void>();
+  private readonly inFlight = new InFlightList();
 
   constructor(private readonly deps: PipelineDeps) {
     this.config = deps.config;
@@ -162,10 +163,10 @@ export class RequestPipeline {
    * @returns how many requests were ended.
    */
   abandonInFlight(error: string): number {
-    const pending = [...this.inFlight];
-    for (const end of pending) {
+    const pending = this.inFlight.toArray();
+    for (const request of pending) {
       try {
-        end(error);
+        request.end?.(error);
       } catch {
         // One broken entry must not keep the others from their access line.
       }
@@ -353,15 +354,15 @@ export class RequestPipeline {
    * boundary (which audits the request); it is no longer counted in flight then.
    */
   async handle(p: ProxiedRequest): Promise<void> {
-    const registration: { end?: (error: string) => void } = {};
+    const registration = new InFlightRequest();
     try {
       await this.process(p, registration);
     } finally {
-      if (registration.end) this.inFlight.delete(registration.end);
+      this.inFlight.delete(registration);
     }
   }
 
-  private async process(p: ProxiedRequest, registration: { end?: (error: string) => void }): Promise<void> {
+  private async process(p: ProxiedRequest, registration: InFlightRequest): Promise<void> {
     const { req, res, target } = p;
     const startedAtMs = this.deps.clock.nowMs();
     // Aborted when the client leaves; the queue drops the request if it still waits (cheaper than an AbortController).
@@ -396,7 +397,7 @@ export class RequestPipeline {
     const finish = (): void => {
       if (isFinished) return;
       isFinished = true;
-      this.inFlight.delete(finishWith);
+      this.inFlight.delete(registration);
       res.off('close', onClose);
       // A connection the proxy closed for a client timeout was not the client's abort.
       response.clientAborted = abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
@@ -419,8 +420,8 @@ export class RequestPipeline {
       error = code;
       finish();
     };
-    this.inFlight.add(finishWith);
     registration.end = finishWith;
+    this.inFlight.add(registration);
 
     // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
     let admitted = this.isDraining ? undefined : this.admit(req, { origin: target.origin, ...(p.tunnel ? { tunnel: p.tunnel } : {}) });
