@@ -9,9 +9,9 @@
  * (30 s), which Node checks by sweeping every `connectionsCheckingInterval`
  * (30 s): a connection that never sends a byte lives 30 to 60 s (the 49 s
  * seen in issue 7), and one that trickles header bytes as long. This guard
- * arms its own timer whenever a connection has no request in progress (from
+ * bounds every phase in which a connection has no request in progress (from
  * accept to a complete request head, from the end of a response to the next
- * head), so every idle phase has the same, exact bound.
+ * head) itself, so every idle phase has the same, exact bound.
  *
  * Caps are checked when a connection is accepted, before Node's HTTP parser
  * sees it, so a refused connection never reaches the pipeline. CONNECT and
@@ -19,8 +19,12 @@
  */
 import type http from 'node:http';
 import type net from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { ConnectionLimitName, LimitEvent } from '../audit/limit-events.js';
+import { systemClock, type Clock } from '../clock.js';
+import { HoldList } from '../pacing/hold-list.js';
 import { MAX_ANSWERED_REFUSALS } from './connection-limits.js';
+import type { ConnectionPolicy, TrackedConnection } from './connection-drain.js';
 import { nextRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
 /** Options of {@link ConnectionGuard}. */
@@ -35,6 +39,8 @@ export interface ConnectionGuardOptions {
   onLimit?: (event: LimitEvent) => void;
   /** How long a refused connection may take to read its answer before it is closed, ms. @default 1000 */
   refusalLingerMs?: number;
+  /** The idle list's clock (timers and now). @default systemClock */
+  clock?: Clock;
 }
 
 /** Figures of the guard, for metrics. */
@@ -45,25 +51,6 @@ export interface ConnectionStats {
   clients: number;
 }
 
-/** One admitted connection. */
-interface ConnectionState {
-  readonly client: string;
-  /** Requests whose response has not ended yet. */
-  activeRequests: number;
-  /** True once the socket left HTTP (CONNECT, Upgrade): its own handler bounds it from then on. */
-  isHandedOff: boolean;
-  /**
-   * The connection's one idle timer, made at accept and re-armed (`refresh()`) at the start of
-   * every idle phase; it may fire during a request, which it then ignores. Undefined once
-   * cleared (closed, handed off): it is not re-armed then.
-   */
-  idleTimer: NodeJS.Timeout | undefined;
-  /** `socket.bytesRead` when the idle phase began: more by the timeout means a partial request head. */
-  bytesReadAtIdle: number;
-  /** Listener of each response's `close`, made once per connection: a response ended, maybe the connection is idle again. */
-  readonly onResponseClose: () => void;
-}
-
 /**
  * The client address a per-client cap counts: the peer address, with an IPv4-mapped IPv6
  * address (`::ffff:1.2.3.4`) written as IPv4 so a dual-stack listener counts one client once.
@@ -71,6 +58,8 @@ interface ConnectionState {
  */
 export function clientKeyOf(remoteAddress: string | undefined): string {
   const address = remoteAddress ?? '';
+  // Most addresses are plain IPv4: no regular expression for them (once per connection).
+  if (address.charCodeAt(0) !== 58 /* ':' */) return address;
   return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address) ? address.slice(7) : address;
 }
 
@@ -94,9 +83,11 @@ function refusalResponse(status: 503 | 429 | 408, retryAfterSeconds: number | un
   return `${head.join('\r\n')}\r\n\r\n${body}`;
 }
 
+
 /**
- * Admits, counts and times out the connections of one `http.Server` (lifecycle: {@link attach}
- * once, before the server listens; sockets are released as they close).
+ * Admits, counts and times out the connections of one `http.Server`: the {@link ConnectionPolicy}
+ * of its {@link ConnectionTracker} (`new ConnectionTracker(server, guard)`, before the server
+ * listens), which holds the one record per connection and tells the guard of each phase.
  *
  * A refused connection is answered at once, before its request is read: `503` for the global
  * cap, `429` for the per-client cap, each with `Retry-After` (the idle timeout, in seconds: an
@@ -105,12 +96,22 @@ function refusalResponse(status: 503 | 429 | 408, retryAfterSeconds: number | un
  * are already waiting, it is closed without an answer. Every refusal is reported (`onLimit`).
  * An idle connection is closed without an answer (RFC 9112 §9.6 allows it), or with `408` when
  * part of a request head had arrived.
+ *
+ * The idle timeout is one list for every connection (`hold-list.ts`, one timer): every idle
+ * phase lasts the same `idleTimeoutMs`, so they expire in the order they began; a connection
+ * enters the list when it becomes idle and leaves it when a request begins, in O(1), with no
+ * timer of its own (issue 11: a `setTimeout` and a `clearTimeout` per connection before).
  */
-export class ConnectionGuard {
+export class ConnectionGuard implements ConnectionPolicy {
   readonly #options: ConnectionGuardOptions;
-  readonly #connections = new Map<net.Socket, ConnectionState>();
+  readonly #clock: Clock;
   readonly #perClient = new Map<string, number>();
+  /** Idle connections, oldest idle phase first. */
+  readonly #idle: HoldList<TrackedConnection>;
+  /** Admitted connections open now (detached ones included). */
+  #open = 0;
   #answeringRefusals = 0;
+  #isInstalled = false;
 
   /** @throws RangeError when a cap is not an integer >= 1 or the idle timeout is not > 0. */
   constructor(options: ConnectionGuardOptions) {
@@ -119,6 +120,8 @@ export class ConnectionGuard {
     }
     if (!(options.idleTimeoutMs > 0)) throw new RangeError(`idleTimeoutMs must be > 0, got ${options.idleTimeoutMs}`);
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#idle = new HoldList<TrackedConnection>(this.#clock, options.idleTimeoutMs, (connection) => this.#closeIdle(connection));
   }
 
   /** The caps in force. */
@@ -129,84 +132,82 @@ export class ConnectionGuard {
 
   /** Connections open now. Never throws. */
   stats(): ConnectionStats {
-    return { open: this.#connections.size, clients: this.#perClient.size };
+    return { open: this.#open, clients: this.#perClient.size };
   }
 
   /**
-   * Puts the guard in front of `server`'s HTTP handling: Node's own `connection` listener (which
-   * attaches the HTTP parser) runs only for admitted sockets. Also sets `keepAliveTimeout` to the
-   * idle timeout (so the `Keep-Alive: timeout` Node advertises is the real one) and a hard
-   * `maxConnections` backstop (admitted plus refusals being answered).
-   * @throws Error when `server` has no `connection` listener (not an `http.Server`).
+   * Called by the tracker: sets `keepAliveTimeout` to the idle timeout (so the `Keep-Alive:
+   * timeout` Node advertises is the real one) and a hard `maxConnections` backstop (admitted
+   * plus refusals being answered), and handles Node's keep-alive timeout itself.
+   * @throws Error when the guard is already installed on a server (it bounds one).
    */
-  attach(server: http.Server): void {
-    const httpListeners = server.listeners('connection') as Array<(socket: net.Socket) => void>;
-    if (httpListeners.length === 0) throw new Error('ConnectionGuard.attach: the server has no connection listener (is it an http.Server?)');
-    server.removeAllListeners('connection');
-    server.on('connection', (socket: net.Socket) => {
-      if (!this.#admit(socket)) return;
-      for (const listener of httpListeners) listener.call(server, socket);
-    });
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.#onRequest(req.socket as net.Socket, res));
-    server.on('connect', (req: http.IncomingMessage) => this.#onHandOff(req.socket as net.Socket));
-    server.on('upgrade', (req: http.IncomingMessage) => this.#onHandOff(req.socket as net.Socket));
+  install(server: http.Server, connectionOf: (socket: Duplex) => TrackedConnection | undefined): void {
+    if (this.#isInstalled) throw new Error('ConnectionGuard.install: the guard already bounds a server');
+    this.#isInstalled = true;
     // Node's keep-alive timer fires at the same time as ours: one handler, one count. With a
     // listener here Node no longer destroys the socket itself; #closeIdle does.
-    server.on('timeout', (socket: net.Socket) => this.#closeIdle(socket));
+    server.on('timeout', (socket: net.Socket) => {
+      const connection = connectionOf(socket);
+      if (connection !== undefined) this.#closeIdle(connection);
+    });
     server.keepAliveTimeout = this.#options.idleTimeoutMs;
     // The backstop: past it Node closes a socket before any listener sees it (counted here too).
     server.maxConnections = this.#options.maxConnections + MAX_ANSWERED_REFUSALS;
     server.on('drop', (data?: { remoteAddress?: string }) => {
       const client = clientKeyOf(data?.remoteAddress);
       const openFromClient = this.#perClient.get(client) ?? 0;
-      this.#options.onLimit?.({ kind: 'connection-refused', limit: 'max-connections', client, cap: this.#options.maxConnections, open: this.#connections.size, openFromClient, answered: false });
+      this.#options.onLimit?.({ kind: 'connection-refused', limit: 'max-connections', client, cap: this.#options.maxConnections, open: this.#open, openFromClient, answered: false });
     });
   }
 
-  #admit(socket: net.Socket): boolean {
-    const client = clientKeyOf(socket.remoteAddress);
-    if (socket.remoteAddress === undefined) {
+  /** Counts `socket` under its client address, or refuses it (answered here). */
+  admit(socket: net.Socket): string | undefined {
+    const address = socket.remoteAddress;
+    if (address === undefined) {
       // Closed before it was accepted: nothing to count or answer.
       socket.destroy();
-      return false;
+      return undefined;
     }
+    const client = clientKeyOf(address);
     const openFromClient = this.#perClient.get(client) ?? 0;
-    if (this.#connections.size >= this.#options.maxConnections) {
+    if (this.#open >= this.#options.maxConnections) {
       this.#refuse(socket, 'max-connections', client, openFromClient);
-      return false;
+      return undefined;
     }
     if (openFromClient >= this.#options.maxConnectionsPerClient) {
       this.#refuse(socket, 'max-connections-per-client', client, openFromClient);
-      return false;
+      return undefined;
     }
-    const state: ConnectionState = {
-      client,
-      activeRequests: 0,
-      isHandedOff: false,
-      idleTimer: undefined,
-      bytesReadAtIdle: 0,
-      // 'close' comes after 'finish' for a completed response, and alone for an aborted one.
-      onResponseClose: () => {
-        state.activeRequests -= 1;
-        if (state.activeRequests === 0 && !state.isHandedOff && !socket.destroyed) this.#armIdle(socket, state);
-      },
-    };
-    this.#connections.set(socket, state);
+    this.#open += 1;
     this.#perClient.set(client, openFromClient + 1);
-    socket.once('close', () => this.#forget(socket, state));
-    state.idleTimer = setTimeout(() => this.#closeIdle(socket), this.#options.idleTimeoutMs);
-    state.idleTimer.unref();
-    state.bytesReadAtIdle = socket.bytesRead;
-    return true;
+    return client;
   }
 
-  #forget(socket: net.Socket, state: ConnectionState): void {
-    clearTimeout(state.idleTimer);
-    state.idleTimer = undefined;
-    this.#connections.delete(socket);
-    const left = (this.#perClient.get(state.client) ?? 1) - 1;
-    if (left > 0) this.#perClient.set(state.client, left);
-    else this.#perClient.delete(state.client);
+  /** An idle phase begins: the connection is closed if it is still idle `idleTimeoutMs` from now. */
+  idle(connection: TrackedConnection): void {
+    this.#idle.remove(connection);
+    connection.startedAtMs = this.#clock.nowMs();
+    connection.bytesReadAtIdle = (connection.socket as net.Socket).bytesRead;
+    this.#idle.add(connection);
+  }
+
+  /** A request began: the connection is not idle. */
+  busy(connection: TrackedConnection): void {
+    this.#idle.remove(connection);
+  }
+
+  /** The socket left HTTP: its own handler bounds it from now on; it still counts. */
+  detached(connection: TrackedConnection): void {
+    this.#idle.remove(connection);
+  }
+
+  /** The socket closed: it no longer counts. */
+  closed(connection: TrackedConnection): void {
+    this.#idle.remove(connection);
+    this.#open -= 1;
+    const left = (this.#perClient.get(connection.client) ?? 1) - 1;
+    if (left > 0) this.#perClient.set(connection.client, left);
+    else this.#perClient.delete(connection.client);
   }
 
   #refuse(socket: net.Socket, limit: ConnectionLimitName, client: string, openFromClient: number): void {
@@ -234,43 +235,16 @@ export class ConnectionGuard {
     } else {
       socket.destroy();
     }
-    this.#options.onLimit?.({ kind: 'connection-refused', limit, client, cap, open: this.#connections.size, openFromClient, answered, ...(requestId !== undefined ? { requestId } : {}) });
+    this.#options.onLimit?.({ kind: 'connection-refused', limit, client, cap, open: this.#open, openFromClient, answered, ...(requestId !== undefined ? { requestId } : {}) });
   }
 
-  /**
-   * An idle phase begins: the timer runs `idleTimeoutMs` from now. The same timer object each
-   * time (`refresh()`: no allocation, no clear), unless it was cleared for good.
-   */
-  #armIdle(socket: net.Socket, state: ConnectionState): void {
-    state.bytesReadAtIdle = socket.bytesRead;
-    state.idleTimer?.refresh();
-  }
-
-  #onRequest(socket: net.Socket, res: http.ServerResponse): void {
-    const state = this.#connections.get(socket);
-    if (!state) return;
-    // The idle timer keeps running: if it fires now, #closeIdle sees the request and does nothing;
-    // the end of the response re-arms it (cheaper than a clear and a new timer per request).
-    state.activeRequests += 1;
-    res.once('close', state.onResponseClose);
-  }
-
-  #onHandOff(socket: net.Socket): void {
-    const state = this.#connections.get(socket);
-    if (!state) return;
-    state.isHandedOff = true;
-    clearTimeout(state.idleTimer);
-    state.idleTimer = undefined;
-  }
-
-  /** Closes `socket` if it is still idle: 408 when part of a request head arrived, else a plain close. */
-  #closeIdle(socket: net.Socket): void {
-    const state = this.#connections.get(socket);
-    if (!state || state.activeRequests > 0 || state.isHandedOff || socket.destroyed) return;
-    // Node's keep-alive timeout can get here first: our timer must not fire for it again.
-    clearTimeout(state.idleTimer);
-    state.idleTimer = undefined;
-    const partialRequest = socket.bytesRead > state.bytesReadAtIdle;
+  /** Closes the connection if it is still idle: 408 when part of a request head arrived, else a plain close. */
+  #closeIdle(connection: TrackedConnection): void {
+    const socket = connection.socket as net.Socket;
+    if (connection.activeRequests > 0 || connection.isDetached || socket.destroyed) return;
+    // Node's keep-alive timeout can get here first: the list must not fire for it again.
+    this.#idle.remove(connection);
+    const partialRequest = socket.bytesRead > connection.bytesReadAtIdle;
     const requestId = partialRequest && socket.writable ? nextRequestId() : undefined;
     if (requestId !== undefined) {
       // No more parsing: a request completed now would be answered on a closing socket.
@@ -280,6 +254,6 @@ export class ConnectionGuard {
     } else {
       socket.destroy();
     }
-    this.#options.onLimit?.({ kind: 'client-idle-timeout', client: state.client, partialRequest, ...(requestId !== undefined ? { requestId } : {}) });
+    this.#options.onLimit?.({ kind: 'client-idle-timeout', client: connection.client, partialRequest, ...(requestId !== undefined ? { requestId } : {}) });
   }
 }

@@ -68,9 +68,8 @@ export class ProxyServer {
       keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
     });
     // Before the request listener: a drain must see each response before anything is written to it.
-    // Before the guard: the guard passes it only the connections it admits.
-    this.drainTracker = new ConnectionTracker(this.server);
-    deps.connections?.attach(this.server);
+    // The guard is the tracker's policy: one record, one close listener per connection for both.
+    this.drainTracker = new ConnectionTracker(this.server, deps.connections);
     // Every handler runs inside an error boundary: a bug answers 500 (or closes) that one request.
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       guardRequest(deps, { where: 'proxy-request', via: 'http' }, req, res, () => this.onRequest(req, res));
