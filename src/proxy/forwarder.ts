@@ -135,7 +135,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     private readonly clock: Clock,
     private readonly settle: (outcome: RelayOutcome) => void,
   ) {
-    res.once('close', this.onClientClose);
+    // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
+    res.on('close', this.onClientClose);
   }
 
   private readonly onClientClose = (): void => {

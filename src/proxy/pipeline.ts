@@ -370,7 +370,8 @@ export class RequestPipeline {
     const onClose = (): void => {
       if (!res.writableFinished) abort.abort();
     };
-    res.once('close', onClose);
+    // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
+    res.on('close', onClose);
 
     const requestId = requestIdOf(req);
     const userAgent = req.headers['user-agent'];

@@ -1,0 +1,204 @@
+/**
+ * A new client connection per request (`Connection: close`, issue 11): the
+ * client's close is hop-by-hop, so the upstream connection stays alive; the
+ * listener's one record per connection (ConnectionTracker with the
+ * ConnectionGuard as its policy) leaves nothing behind; idle connections
+ * share one timer; a drain, a CONNECT and closeAll keep the guard's counts
+ * right. Real sockets on loopback.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { siteHandler, startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
+import { waitFor } from '../helpers/proxy-client.js';
+import { ConnectionTracker } from '../../src/proxy/connection-drain.js';
+import { ConnectionGuard } from '../../src/proxy/connection-guard.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+
+const UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+
+interface RawClient {
+  socket: net.Socket;
+  received(): string;
+  closed: Promise<void>;
+  isClosed(): boolean;
+}
+
+function connect(port: number): Promise<RawClient> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let data = '';
+    let isClosed = false;
+    const closed = new Promise<void>((r) =>
+      socket.once('close', () => {
+        isClosed = true;
+        r();
+      }),
+    );
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (data += d));
+    socket.on('error', () => undefined);
+    socket.once('connect', () => resolve({ socket, received: () => data, closed, isClosed: () => isClosed }));
+    socket.once('error', reject);
+  });
+}
+
+/** One request on a new connection with `Connection: close`; resolves with what came back once the proxy closed it. */
+async function getClosing(port: number, head: string): Promise<string> {
+  const client = await connect(port);
+  client.socket.write(head);
+  await client.closed;
+  return client.received();
+}
+
+describe('Connection: close through the proxy', () => {
+  let origin: TestOrigin;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  /** The client port of the upstream connection each page request came on. */
+  const pageSockets: number[] = [];
+
+  before(async () => {
+    const site = siteHandler({ robots: 'User-agent: *\nAllow: /\n' });
+    origin = await startOrigin((req, res) => {
+      if (req.url !== '/robots.txt') pageSockets.push(req.socket.remotePort ?? 0);
+      site(req, res);
+    });
+    proxy = await startTestProxy({});
+  });
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('keeps the upstream connection alive across client connections that each close', async () => {
+    const requests = 6;
+    for (let i = 0; i < requests; i++) {
+      const head = `GET ${origin.url}/page/${i} HTTP/1.1\r\nhost: 127.0.0.1:${origin.port}\r\nuser-agent: ${UA}\r\nconnection: close\r\n\r\n`;
+      const answer = await getClosing(proxy.proxyAddress.port, head);
+      assert.match(answer, /^HTTP\/1\.1 200 /, answer);
+      assert.match(answer, /\r\nconnection: close\r\n/i, 'the client asked for a close: the proxy answers so, and closes');
+    }
+    assert.equal(pageSockets.length, requests);
+    assert.equal(new Set(pageSockets).size, 1, `one upstream connection for every request, got client ports ${pageSockets.join(', ')}`);
+    const pageHits = origin.hits.filter((h) => h.url.startsWith('/page/'));
+    assert.ok(pageHits.every((h) => h.headers['connection'] !== 'close'), 'Connection is hop-by-hop: the client\'s close is not forwarded');
+    await waitFor(() => proxy.connections.stats().open === 0, 'every client connection forgotten');
+    assert.deepEqual(proxy.connections.stats(), { open: 0, clients: 0 });
+  });
+});
+
+describe('ConnectionTracker with the ConnectionGuard as its policy', () => {
+  const IDLE_MS = 200;
+  let server: http.Server;
+  let tracker: ConnectionTracker;
+  let guard: ConnectionGuard;
+  let port: number;
+  let timersArmed: number;
+  /** Responses the test ends by hand. */
+  let held: http.ServerResponse[];
+
+  /** The system clock, counting the timers armed through it. */
+  const countingClock: Clock = {
+    nowMs: () => systemClock.nowMs(),
+    setTimer: (fn, delayMs) => {
+      timersArmed += 1;
+      return systemClock.setTimer(fn, delayMs);
+    },
+    clearTimer: (handle) => systemClock.clearTimer(handle),
+  };
+
+  async function start(): Promise<void> {
+    timersArmed = 0;
+    held = [];
+    server = http.createServer((req, res) => {
+      if (req.url === '/hold') return void held.push(res);
+      res.writeHead(200, { 'content-length': '2' });
+      res.end('ok');
+    });
+    guard = new ConnectionGuard({ maxConnections: 100, maxConnectionsPerClient: 100, idleTimeoutMs: IDLE_MS, clock: countingClock });
+    tracker = new ConnectionTracker(server, guard);
+    server.on('connect', (_req, socket: net.Socket) => {
+      tracker.detach(socket);
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  }
+
+  afterEach(async () => {
+    tracker.closeAll();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it('times out idle connections with one timer for all of them, not one each', async () => {
+    await start();
+    const count = 30;
+    const openedAt = performance.now();
+    const clients = await Promise.all(Array.from({ length: count }, () => connect(port)));
+    await waitFor(() => guard.stats().open === count, 'all admitted');
+    await Promise.all(clients.map((c) => c.closed));
+    assert.ok(performance.now() - openedAt >= IDLE_MS - 5, 'not before the idle timeout');
+    assert.ok(timersArmed >= 1, 'the idle list armed its timer');
+    assert.ok(timersArmed <= 10, `${timersArmed} timers for ${count} idle connections`);
+    await waitFor(() => guard.stats().open === 0, 'all forgotten');
+    assert.equal(tracker.httpConnections, 0);
+  });
+
+  it('leaves nothing behind after requests that each close their connection', async () => {
+    await start();
+    for (let i = 0; i < 25; i++) {
+      const answer = await getClosing(port, 'GET /quick HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+      assert.match(answer, /^HTTP\/1\.1 200 OK[\s\S]*ok$/);
+    }
+    await waitFor(() => guard.stats().open === 0, 'every connection forgotten');
+    assert.deepEqual(guard.stats(), { open: 0, clients: 0 });
+    assert.equal(tracker.httpConnections, 0);
+    assert.equal(tracker.activeRequests, 0);
+    assert.ok(timersArmed <= 3, `${timersArmed} timers for 25 connections`);
+  });
+
+  it('never times out a request in progress; the idle phase after it is bounded again', async () => {
+    await start();
+    const client = await connect(port);
+    client.socket.write('GET /hold HTTP/1.1\r\nHost: t\r\n\r\n');
+    await waitFor(() => held.length === 1, 'the held request');
+    await new Promise((r) => setTimeout(r, 2 * IDLE_MS));
+    assert.equal(client.isClosed(), false, 'busy for twice the idle timeout, still open');
+    assert.equal(tracker.activeRequests, 1);
+    const answeredAt = performance.now();
+    held[0]!.end('late');
+    await client.closed;
+    assert.ok(performance.now() - answeredAt >= IDLE_MS - 5, 'closed an idle timeout after the response, not at once');
+    assert.match(client.received(), /late$/);
+  });
+
+  it('a drain closes idle connections, and the guard stops counting them', async () => {
+    await start();
+    const clients = await Promise.all([connect(port), connect(port), connect(port)]);
+    await waitFor(() => guard.stats().open === 3, 'three admitted');
+    tracker.beginDrain();
+    await Promise.all(clients.map((c) => c.closed));
+    await waitFor(() => guard.stats().open === 0, 'forgotten');
+    assert.equal(guard.stats().clients, 0);
+  });
+
+  it('a CONNECT socket stays counted and is not idle-closed; closeAll forgets it at once', async () => {
+    await start();
+    const tunnel = await connect(port);
+    tunnel.socket.write('CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n');
+    await waitFor(() => tracker.detachedSockets === 1, 'detached');
+    await new Promise((r) => setTimeout(r, 2 * IDLE_MS));
+    assert.equal(tunnel.isClosed(), false, 'the tunnel is its handler\'s to bound, not the idle timeout\'s');
+    assert.deepEqual(guard.stats(), { open: 1, clients: 1 });
+    tracker.closeAll();
+    assert.deepEqual(guard.stats(), { open: 0, clients: 0 }, 'forgotten at once');
+    assert.equal(tracker.detachedSockets, 0);
+    await tunnel.closed;
+  });
+
+  it('a guard bounds one server', async () => {
+    await start();
+    assert.throws(() => new ConnectionTracker(http.createServer(), guard), /already bounds a server/);
+  });
+});
