@@ -89,6 +89,36 @@ export function rawExchange(port: number, text: string, timeoutMs = 10_000): Pro
   });
 }
 
+/** A raw connection to 127.0.0.1 (see {@link openRawClient}): what it read, and when it closed. */
+export interface RawClient {
+  socket: net.Socket;
+  /** Everything read so far, latin1. */
+  received(): string;
+  /** Resolves when the socket has closed (whoever closed it). */
+  closed: Promise<void>;
+  isClosed(): boolean;
+}
+
+/** Opens a connection to 127.0.0.1:`port` that collects what it reads; resolves once connected. */
+export function openRawClient(port: number): Promise<RawClient> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let data = '';
+    let isClosed = false;
+    const closed = new Promise<void>((r) =>
+      socket.once('close', () => {
+        isClosed = true;
+        r();
+      }),
+    );
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (data += d));
+    socket.on('error', () => undefined);
+    socket.once('connect', () => resolve({ socket, received: () => data, closed, isClosed: () => isClosed }));
+    socket.once('error', reject);
+  });
+}
+
 /** Resolves once `condition()` holds; rejects after `timeoutMs` naming `what`. Polls every 10 ms. */
 export async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

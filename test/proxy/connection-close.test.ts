@@ -9,48 +9,17 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { siteHandler, startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
-import { waitFor } from '../helpers/proxy-client.js';
+import { openRawClient, rawExchange, waitFor } from '../helpers/proxy-client.js';
 import { ConnectionTracker } from '../../src/proxy/connection-drain.js';
 import { ConnectionGuard } from '../../src/proxy/connection-guard.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 
 const UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 
-interface RawClient {
-  socket: net.Socket;
-  received(): string;
-  closed: Promise<void>;
-  isClosed(): boolean;
-}
-
-function connect(port: number): Promise<RawClient> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let data = '';
-    let isClosed = false;
-    const closed = new Promise<void>((r) =>
-      socket.once('close', () => {
-        isClosed = true;
-        r();
-      }),
-    );
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (data += d));
-    socket.on('error', () => undefined);
-    socket.once('connect', () => resolve({ socket, received: () => data, closed, isClosed: () => isClosed }));
-    socket.once('error', reject);
-  });
-}
-
-/** One request on a new connection with `Connection: close`; resolves with what came back once the proxy closed it. */
-async function getClosing(port: number, head: string): Promise<string> {
-  const client = await connect(port);
-  client.socket.write(head);
-  await client.closed;
-  return client.received();
-}
+const connect = openRawClient;
 
 describe('Connection: close through the proxy', () => {
   let origin: TestOrigin;
@@ -75,7 +44,7 @@ describe('Connection: close through the proxy', () => {
     const requests = 6;
     for (let i = 0; i < requests; i++) {
       const head = `GET ${origin.url}/page/${i} HTTP/1.1\r\nhost: 127.0.0.1:${origin.port}\r\nuser-agent: ${UA}\r\nconnection: close\r\n\r\n`;
-      const answer = await getClosing(proxy.proxyAddress.port, head);
+      const answer = await rawExchange(proxy.proxyAddress.port, head);
       assert.match(answer, /^HTTP\/1\.1 200 /, answer);
       assert.match(answer, /\r\nconnection: close\r\n/i, 'the client asked for a close: the proxy answers so, and closes');
     }
@@ -148,7 +117,7 @@ describe('ConnectionTracker with the ConnectionGuard as its policy', () => {
   it('leaves nothing behind after requests that each close their connection', async () => {
     await start();
     for (let i = 0; i < 25; i++) {
-      const answer = await getClosing(port, 'GET /quick HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+      const answer = await rawExchange(port, 'GET /quick HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
       assert.match(answer, /^HTTP\/1\.1 200 OK[\s\S]*ok$/);
     }
     await waitFor(() => guard.stats().open === 0, 'every connection forgotten');

@@ -5,35 +5,12 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { ConnectionTracker } from '../../src/proxy/connection-drain.js';
-import { waitFor } from '../helpers/proxy-client.js';
+import { openRawClient, waitFor } from '../helpers/proxy-client.js';
 
-interface RawClient {
-  socket: net.Socket;
-  received: () => string;
-  closed: Promise<void>;
-  isClosed: () => boolean;
-}
-
-function connect(port: number): Promise<RawClient> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let data = '';
-    let isClosed = false;
-    const closed = new Promise<void>((r) =>
-      socket.once('close', () => {
-        isClosed = true;
-        r();
-      }),
-    );
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (data += d));
-    socket.on('error', () => undefined);
-    socket.once('connect', () => resolve({ socket, received: () => data, closed, isClosed: () => isClosed }));
-    socket.once('error', reject);
-  });
-}
+const connect = openRawClient;
 
 const GET = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: t\r\n\r\n`;
 
