@@ -19,6 +19,7 @@
  * the caller admits such remembered credentials while the /64 is throttled (see access-control.ts).
  * Clock given by the caller (`nowMs`). Extension, not in RFC 9309.
  */
+import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
 
@@ -37,6 +38,8 @@ const MAX_VERIFIED_PER_ADDRESS = 16;
 
 /** The key an address is counted under: the IPv4 address, or the IPv6 /64; the text as is when it does not parse. Pure. */
 export function throttleKeyOf(address: string): string {
+  // A socket's IPv4 address is already its key (dotted decimal, as the kernel gives it): no parse per check.
+  if (isIPv4(address)) return address;
   try {
     const parsed = ipaddr.process(address.replace(/%.*$/, ''));
     if (parsed.kind() === 'ipv4') return parsed.toString();

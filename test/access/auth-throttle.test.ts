@@ -19,6 +19,7 @@ test('IPv6 clients are counted per /64, IPv4-mapped ones as IPv4', () => {
   assert.equal(throttleKeyOf('2001:db8:1:2:aaaa::1'), throttleKeyOf('2001:db8:1:2:bbbb::9'));
   assert.notEqual(throttleKeyOf('2001:db8:1:2::1'), throttleKeyOf('2001:db8:1:3::1'));
   assert.equal(throttleKeyOf('::ffff:10.0.0.1'), '10.0.0.1');
+  assert.equal(throttleKeyOf('192.0.2.1'), '192.0.2.1');
   const throttle = new AuthThrottle({ maxFailures: 1, windowMs: 1_000 });
   throttle.recordFailure('2001:db8:1:2::1', 0);
   assert.equal(throttle.retryAfterMs('2001:db8:1:2::ffff', 10), 990);
