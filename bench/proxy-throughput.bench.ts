@@ -42,7 +42,8 @@
  *
  * Environment: BENCH_FLOOR=1 (the floor targets too), BENCH_QUICK=1 (1 round of 1 s), BENCH_ONLY=key,... (target
  * and shape keys; a category left out runs whole), BENCH_SECONDS, BENCH_ROUNDS,
- * BENCH_PIN=0 (no taskset),
+ * BENCH_PIN=0 (no taskset), BENCH_REPLICAS=N (every robots-proxy target as N processes, each
+ * measured every round; figures are medians over replicas x rounds, each replica's printed too),
  * BENCH_VARIANT_NODE_OPTIONS (adds target `rp-flags`: rp with these node flags, e.g.
  * "--max-semi-space-size=16" for V8's own young generation),
  * BENCH_PROXY_NODE_OPTIONS (extra node flags for the robots-proxy processes,
@@ -73,6 +74,8 @@ const QUICK = process.env['BENCH_QUICK'] === '1';
 const BENCH_PASSWORD = 'bench-password';
 const CONNECTIONS = 50;
 const ORIGINS = 50;
+/** Processes per robots-proxy target (BENCH_REPLICAS): one process differs from another of the same build by several %, so a figure over several is steadier. */
+const REPLICAS = Math.max(1, Math.floor(Number(process.env['BENCH_REPLICAS'] ?? 1)) || 1);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 1 : 5));
 /** Other checkouts of robots-proxy, already built (`tsc -b`), measured beside this one as `base`, `base-warn`, `base-mc64`, `base2`, ... */
 const BASELINES = (process.env['BENCH_BASELINE'] ?? '').split(',').filter((d) => d !== '');
@@ -419,6 +422,8 @@ const SHAPES: Shape[] = [
 ];
 
 interface Sample {
+  /** The replica (1..BENCH_REPLICAS) of the target measured. */
+  replica: number;
   rps: number;
   cpuUs: number;
   p50: number;
@@ -441,6 +446,8 @@ const sizeOf = (path: string | undefined): number => {
     return 0;
   }
 };
+/** A target that runs robots-proxy itself (`serve`: rp*, base*), the ones BENCH_REPLICAS replicates; not the floor's `rp-forwarder`. */
+const isRobotsProxyTarget = (t: Target): boolean => t.floor !== true && (t.key.startsWith('rp') || t.key.startsWith('base'));
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
@@ -455,7 +462,8 @@ async function main(): Promise<void> {
   chmodSync(workDir, 0o755);
 
   const squidVersion = squid === undefined ? undefined : /Version (\S+)/.exec(spawnText(squid, ['-v']))?.[1] ?? '?';
-  const targets: Target[] = [
+  // Built per work dir: a replica (BENCH_REPLICAS) of a target starts from its own dir (configs, logs, credentials).
+  const targetsIn = (workDir: string): Target[] => [
     ...(squid === undefined
       ? []
       : [
@@ -546,6 +554,7 @@ async function main(): Promise<void> {
       ];
     }),
   ];
+  const targets = targetsIn(workDir);
   const allKeys = [...targets.map((t) => t.key), 'squid', 'squid-nolog', ...SHAPES.map((s) => s.key)];
   const unknown = only.filter((k) => !allKeys.includes(k));
   if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown key(s) ${unknown.join(', ')}; targets: ${targets.map((t) => t.key).join(', ')}; shapes: ${SHAPES.map((s) => s.key).join(', ')}`);
@@ -554,13 +563,25 @@ async function main(): Promise<void> {
   const withFloor = process.env['BENCH_FLOOR'] === '1';
   const chosenTargets = targets.filter((t) => (onlyTargets.length === 0 ? withFloor || t.floor !== true : onlyTargets.includes(t.key)));
   const shapes = SHAPES.filter((s) => (onlyShapes.length === 0 || onlyShapes.includes(s.key)) && (wrk !== undefined || !s.close));
-  const cells = shapes.flatMap((shape) => chosenTargets.filter((t) => t.shapes === undefined || t.shapes.includes(shape.key)).map((target) => ({ shape, target })));
+  // Every robots-proxy target runs as REPLICAS processes; a round measures each of them (replica 1 of every target, then replica 2, ...).
+  const replicasOf = (t: Target): number => (isRobotsProxyTarget(t) ? REPLICAS : 1);
+  const cells = shapes.flatMap((shape) =>
+    Array.from({ length: REPLICAS }, (_, r) => r + 1).flatMap((replica) =>
+      chosenTargets.filter((t) => (t.shapes === undefined || t.shapes.includes(shape.key)) && replica <= replicasOf(t)).map((target) => ({ shape, target, replica })),
+    ),
+  );
+  /** The process of `target`'s replica `replica`: named by the key alone for a target with one process (always without BENCH_REPLICAS), else `key#N`. */
+  const instanceOf = (target: Target, replica: number): string => (replicasOf(target) === 1 ? target.key : `${target.key}#${replica}`);
 
   console.log(`proxy-throughput: node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), load average ${loadAverage()} (1, 5, 15 min)`);
   console.log(squid === undefined ? '  Squid: not found (PATH, /usr/sbin, /sbin): no Squid series, no ratios; see bench/README.md to install it' : `  Squid: ${squid} (${squidVersion}), squid -N, no cache, workers 1`);
   console.log(wrk === undefined ? '  wrk: not found: autocannon runs the keep-alive shapes, the Connection: close shapes are skipped; see bench/README.md' : `  load: ${wrk} -t1 -c${CONNECTIONS}, absolute-form GET ${PAGE_PATH} (96-byte answer), rotating over the shape's origins`);
   console.log(pinTarget.length > 0 ? `  pinning: targets on core ${TARGET_CORE}; load generator and origins on core ${LOAD_CORE} (taskset)` : `  pinning: none (${process.env['BENCH_PIN'] === '0' ? 'BENCH_PIN=0' : 'taskset not found, or one CPU'})`);
   console.log(`  runs: ${RUN_SECONDS} s each, ${ROUNDS} round(s) round-robin across targets after a ${WARMUP_SECONDS} s warm-up; medians${QUICK ? ' (BENCH_QUICK)' : ''}`);
+  if (REPLICAS > 1) console.log(`  replicas: every robots-proxy target runs as ${REPLICAS} processes (BENCH_REPLICAS), each measured every round; a target's figure is the median over replicas x rounds`);
+  // About 0.4 s per run besides its length: wrk's start, the log's flush, reading /proc; and the processes' start.
+  const estimateS = cells.length * (WARMUP_SECONDS + 0.4 + ROUNDS * (RUN_SECONDS + 0.4)) + chosenTargets.reduce((n, t) => n + replicasOf(t), 0) * 1.5;
+  console.log(`  estimate: about ${Math.ceil(estimateS / 60)} min (${cells.length} runs of each round)`);
   const build = chosenTargets.some((t) => t.key.startsWith('rp')) ? ensureBuild() : 'not needed';
   console.log(`  robots-proxy: node dist/cli.js serve --config (${build}), config/default.yaml, log on stdout redirected to a file; deviations: listen.port, admin.port (free ports),`);
   console.log('    stateDir (temp dir), and upstream.allowPrivateNetworks: true, deliberately: the origins are on loopback, which the default refuses (403 target-private-network)');
@@ -574,9 +595,16 @@ async function main(): Promise<void> {
 
   const running = new Map<string, Running>();
   try {
-    for (const target of chosenTargets) {
-      running.set(target.key, await target.start());
-      console.log(`  started ${target.key.padEnd(12)} pid ${running.get(target.key)!.pid}, port ${running.get(target.key)!.port}`);
+    for (let replica = 1; replica <= REPLICAS; replica++) {
+      // Replica 1 starts from the work dir itself (as without replicas), each further one from a dir of its own.
+      const dir = replica === 1 ? workDir : join(workDir, `replica-${replica}`);
+      if (replica > 1) mkdirSync(dir);
+      const inDir = replica === 1 ? targets : targetsIn(dir);
+      for (const target of chosenTargets.filter((t) => replica <= replicasOf(t))) {
+        const name = instanceOf(target, replica);
+        running.set(name, await inDir.find((t) => t.key === target.key)!.start());
+        console.log(`  started ${name.padEnd(12)} pid ${running.get(name)!.pid}, port ${running.get(name)!.port}`);
+      }
     }
 
     const load = (job: LoadJob): Promise<LoadOutcome> => {
@@ -584,8 +612,8 @@ async function main(): Promise<void> {
       autocannon!.send(job);
       return nextMessage<LoadOutcome>(autocannon!);
     };
-    const measure = async (target: Target, shape: Shape, seconds: number): Promise<Sample> => {
-      const run = running.get(target.key)!;
+    const measure = async (target: Target, replica: number, shape: Shape, seconds: number): Promise<Sample> => {
+      const run = running.get(instanceOf(target, replica))!;
       const logBefore = sizeOf(run.logFile);
       const pids = { target: run.pid, origins: originsChild.pid! };
       const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
@@ -599,6 +627,7 @@ async function main(): Promise<void> {
       await sleep(run.logFile === undefined ? 50 : 150);
       const logBytes = sizeOf(run.logFile) - logBefore;
       return {
+        replica,
         rps: r.requests / r.seconds,
         cpuUs: (cpu['target']! / r.requests) * 1e6,
         p50: r.p50,
@@ -612,27 +641,28 @@ async function main(): Promise<void> {
     };
 
     // Warm-up: fetches robots.txt for every origin, opens upstream connections, lets V8 optimise.
-    for (const { target, shape } of cells) await measure(target, shape, WARMUP_SECONDS);
+    for (const { target, replica, shape } of cells) await measure(target, replica, shape, WARMUP_SECONDS);
 
+    // Every replica's samples under its target's key: the target's figure is their median.
     const results = new Map<string, Sample[]>(cells.map((c) => [`${c.target.key} ${c.shape.key}`, []]));
     for (let round = 1; round <= ROUNDS; round++) {
       for (const shape of shapes) {
         const inShape = cells.filter((c) => c.shape === shape);
-        for (const { target } of round % 2 === 1 ? inShape : [...inShape].reverse()) {
-          const s = await measure(target, shape, RUN_SECONDS);
+        for (const { target, replica } of round % 2 === 1 ? inShape : [...inShape].reverse()) {
+          const s = await measure(target, replica, shape, RUN_SECONDS);
           results.get(`${target.key} ${shape.key}`)!.push(s);
           console.log(
-            `  round ${round} ${shape.key.padEnd(9)} ${target.key.padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
+            `  round ${round} ${shape.key.padEnd(9)} ${instanceOf(target, replica).padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
               `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
           );
         }
       }
     }
 
-    console.log(`\nMedians of ${ROUNDS} round(s); "vs Squid" = req/s / req/s of Squid with its access log on, same shape; CPU = target process utime+stime per request;`);
+    console.log(`\nMedians of ${ROUNDS} round(s)${REPLICAS > 1 ? ` x ${REPLICAS} replicas (robots-proxy targets)` : ''}; "vs Squid" = req/s / req/s of Squid with its access log on, same shape; CPU = target process utime+stime per request;`);
     console.log('  log B/req = access log bytes written per request; waited = share of the run the target was runnable but another process had the core');
     for (const shape of shapes) {
-      const inShape = cells.filter((c) => c.shape === shape);
+      const inShape = cells.filter((c) => c.shape === shape && c.replica === 1);
       const med = (key: string, f: (s: Sample) => number): number => median(results.get(`${key} ${shape.key}`)!.map(f));
       const squidRps = inShape.some((c) => c.target.key === 'squid') ? med('squid', (s) => s.rps) : NaN;
       console.log(`\n  ${shape.label}`);
@@ -646,6 +676,7 @@ async function main(): Promise<void> {
         );
       }
     }
+    if (REPLICAS > 1) printReplicaSpread(shapes, cells, results, instanceOf);
     if (squid === undefined) console.log('\n  Squid was not found: no ratios. Install it (apt-get install squid) and run again.');
     console.log(`\n  load average at the end ${loadAverage()}; ${((performance.now() - started) / 1000).toFixed(0)} s in all. The machine's other processes share the cores: CPU per request is steadier than req/s.`);
   } finally {
@@ -653,6 +684,42 @@ async function main(): Promise<void> {
     originsChild.disconnect();
     autocannon?.disconnect();
     if (process.env['BENCH_KEEP'] !== '1') rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * With BENCH_REPLICAS > 1: per shape, each robots-proxy target's CPU per request and req/s
+ * against `rp`'s (medians over replicas x rounds), and each replica's own medians with their
+ * spread ((max - min) / min): how far one process differs from another of the same build (the
+ * replicas of `rp` are an A/A comparison).
+ */
+function printReplicaSpread(
+  shapes: Shape[],
+  cells: Array<{ shape: Shape; target: Target; replica: number }>,
+  results: Map<string, Sample[]>,
+  instanceOf: (target: Target, replica: number) => string,
+): void {
+  const spread = (values: number[]): string => `${fmt(((Math.max(...values) - Math.min(...values)) / Math.min(...values)) * 100, 1)}%`;
+  console.log(`\nReplicas (BENCH_REPLICAS=${REPLICAS}): "vs rp" = the target's median / rp's, same shape (CPU: above 1 costs more; req/s: below 1 serves fewer);`);
+  console.log('  per replica: the median over rounds of each process; spread = (max - min) / min of those');
+  for (const shape of shapes) {
+    const inShape = cells.filter((c) => c.shape === shape && c.replica === 1 && isRobotsProxyTarget(c.target));
+    const samplesOf = (key: string): Sample[] => results.get(`${key} ${shape.key}`) ?? [];
+    const rp = samplesOf('rp');
+    const [rpCpu, rpRps] = [median(rp.map((s) => s.cpuUs)), median(rp.map((s) => s.rps))];
+    console.log(`\n  ${shape.label}`);
+    console.log(`  ${'target'.padEnd(18)} ${'CPU us/req'.padStart(10)} ${'vs rp'.padStart(6)} ${'req/s'.padStart(7)} ${'vs rp'.padStart(6)}  CPU us/req per replica (spread); req/s per replica (spread)`);
+    for (const { target } of inShape) {
+      const samples = samplesOf(target.key);
+      const replicas = [...new Set(samples.map((s) => s.replica))].sort((a, b) => a - b);
+      const perReplica = (f: (s: Sample) => number): number[] => replicas.map((r) => median(samples.filter((s) => s.replica === r).map(f)));
+      const [cpu, rps] = [median(samples.map((s) => s.cpuUs)), median(samples.map((s) => s.rps))];
+      const [cpus, rpss] = [perReplica((s) => s.cpuUs), perReplica((s) => s.rps)];
+      console.log(
+        `  ${target.key.padEnd(18)} ${fmt(cpu, 1).padStart(10)} ${fmt(cpu / rpCpu, 3).padStart(6)} ${fmt(rps).padStart(7)} ${fmt(rps / rpRps, 3).padStart(6)}  ` +
+          `${replicas.map((r, i) => `${instanceOf(target, r)} ${fmt(cpus[i]!, 1)}`).join(', ')} (${spread(cpus)}); ${rpss.map((v) => fmt(v)).join(', ')} (${spread(rpss)})`,
+      );
+    }
   }
 }
 
