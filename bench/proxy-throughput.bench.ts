@@ -492,7 +492,7 @@ async function main(): Promise<void> {
       label: 'robots-proxy, default + proxy authentication (bcrypt cost 10, every request authenticated)',
       start: async () => {
         // The figure: throughput with authentication on stays within 5% of rp. Verified credentials are
-        // remembered, so after the first check per credential a request costs an HMAC and a map lookup.
+        // remembered, so after the first check per credential a request costs a SHA-256 and a map lookup.
         const dir = join(workDir, 'rp-auth-users');
         mkdirSync(dir);
         const users = join(dir, 'users');

@@ -104,11 +104,17 @@ export class AccessControl {
   #generation = 0;
   /**
    * Per client connection, the credentials last verified on it: a keep-alive client sends the same
-   * `Proxy-Authorization` with every request, and its later requests are admitted without the
-   * HMAC, the failure budget or an await (issue 8: authentication within 5% of none). A different
-   * value, or a reload since, takes the full check. Weak: gone with the socket.
+   * `Proxy-Authorization` with every request, and its later requests are admitted without even
+   * the verified cache's SHA-256 (issue 8: authentication within 5% of none). A different value,
+   * or a reload since, takes the full check. Weak: gone with the socket.
    */
   readonly #verifiedOnConnection = new WeakMap<Socket, ConnectionCredential>();
+  /**
+   * The admission of each verified credentials entry (its identity, the client a tunnel inherits),
+   * made once per entry and configuration generation: emptied by {@link AccessControl.apply},
+   * since the identity's binding comes from the configuration. Admissions are never changed once made.
+   */
+  #admissionOfEntry = new WeakMap<CredentialEntry, Admission>();
 
   constructor(prepared: PreparedAccess, private readonly deps: AccessControlDeps) {
     this.#throttle = new AuthThrottle({ maxFailures: prepared.config.access.maxAuthFailures, windowMs: prepared.config.access.authFailureWindowMs });
@@ -122,6 +128,7 @@ export class AccessControl {
     this.#generation += 1;
     this.#ranges = new ClientRanges(config.access.clients);
     this.#identities = new Map();
+    this.#admissionOfEntry = new WeakMap();
     this.#throttle.setLimits({ maxFailures: config.access.maxAuthFailures, windowMs: config.access.authFailureWindowMs });
     if (prepared.credentials === undefined) this.#verifier = undefined;
     else if (this.#verifier === undefined) this.#verifier = new CredentialVerifier(prepared.credentials);
@@ -164,7 +171,8 @@ export class AccessControl {
    * Admits one request or CONNECT (see the module comment). Removes `Proxy-Authorization` from
    * `req.headers` (it is for this proxy only, and must reach no log or upstream). Never throws
    * or rejects. Synchronous (no promise) unless credentials must be verified: a client without
-   * them, a request inside a tunnel, and a connection's repeated credentials are answered at once.
+   * them, a request inside a tunnel, a connection's repeated credentials, and credentials this
+   * process verified before from an address with failure budget left are answered at once.
    * @returns the identity (null: anonymous), or the refusal to answer with.
    */
   admit(req: IncomingMessage, context: AdmissionContext = {}): Admission | Promise<Admission> {
@@ -186,6 +194,15 @@ export class AccessControl {
       const socket = req.socket;
       const remembered = socket === undefined ? undefined : this.#verifiedOnConnection.get(socket);
       if (remembered !== undefined && remembered.authorization === authorization && remembered.generation === this.#generation) return remembered.admission;
+      // A new connection (Connection: close: every request) with credentials verified before: one
+      // SHA-256 and a lookup, no bcrypt, no check begun or settled, no promise. Only while the
+      // address has budget, i.e. while a check could run: a right guess is then admitted at cache
+      // speed and a wrong one goes on to bcrypt and counts, as before; a throttled address goes
+      // through #authenticate, which admits only credentials verified from it.
+      if (this.#throttle.hasBudget(address, this.deps.clock.nowMs())) {
+        const entry = this.#verifier.rememberedEntry(authorization);
+        if (entry !== undefined) return this.#admitVerified(entry, address, range, origin, authorization, socket, this.#generation);
+      }
       return this.#authenticate(authorization, address, range, origin, this.#verifier, socket);
     }
     return this.#admitWithoutCredentials(range.identity, origin);
@@ -207,12 +224,32 @@ export class AccessControl {
    * range is `binding` and names another identity (403 `identity-mismatch`: a client of a bound
    * range cannot leave the identity, and the rules written for it, with someone else's credentials).
    */
-  #admitWithCredentials(entry: CredentialEntry, client: AdmittedClient, range: AllowedRange, origin: string): Admission {
+  #admitWithCredentials(entry: CredentialEntry, client: AdmittedClient | undefined, range: AllowedRange, origin: string): Admission {
     if (range.isBinding && range.identity !== entry.identity) {
       const detail = `the client address is in ${range.range}, bound to identity ${JSON.stringify(range.identity)} (access.clients binding: true); credentials for identity ${JSON.stringify(entry.identity)} are not accepted from it`;
       return { isAdmitted: false, refusal: decideWithoutRobots('identity-mismatch', { origin, detail }) };
     }
-    return this.#admitted(this.identityNamed(entry.identity, 'credentials'), client);
+    if (client !== undefined) return this.#admitted(this.identityNamed(entry.identity, 'credentials'), client);
+    let admission = this.#admissionOfEntry.get(entry);
+    if (admission === undefined) {
+      admission = this.#admitted(this.identityNamed(entry.identity, 'credentials'), this.#clientOf(entry));
+      this.#admissionOfEntry.set(entry, admission);
+    }
+    return admission;
+  }
+
+  /**
+   * Credentials `entry` verified (by bcrypt now, or before: the cache) from `address`: recorded
+   * as verified from it (see AuthThrottle.recordVerified), admitted unless the range's binding
+   * refuses them, and the admission remembered for the connection's next requests (unless a
+   * reload came since `generation`, e.g. while bcrypt ran); a refusal is not: its Decision names
+   * this request's origin and is the request's own.
+   */
+  #admitVerified(entry: CredentialEntry, address: string, range: AllowedRange, origin: string, authorization: string, socket: Socket | undefined, generation: number): Admission {
+    this.#throttle.recordVerified(address, entry);
+    const admission = this.#admitWithCredentials(entry, undefined, range, origin);
+    if (admission.isAdmitted && socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
+    return admission;
   }
 
   /** A request inside a tunnel opened with credentials: the CONNECT's identity, while its credentials are still in the file. */
@@ -233,11 +270,11 @@ export class AccessControl {
       // The budget slows guessing; credentials this very address verified before are no guess, and
       // cost no bcrypt (remembered): admitted, so one guesser does not lock out its /64 or NAT
       // neighbours' running clients. Only its own: the cache is shared by every client, and a lookup
-      // in all of it would let a throttled guesser test passwords at the speed of an HMAC (a right
+      // in all of it would let a throttled guesser test passwords at cache speed (a right
       // guess admitted, a wrong one 429).
       const remembered = verifier.rememberedEntry(authorization);
       if (remembered !== undefined && this.#throttle.hasVerified(address, remembered)) {
-        return this.#admitWithCredentials(remembered, this.#clientOf(remembered), range, origin);
+        return this.#admitWithCredentials(remembered, undefined, range, origin);
       }
       // A wrong password for a user verified from here ends that user's pass from here: one who
       // shares the address (a NAT) and guesses gets one answer per window, not a stream of them.
@@ -250,16 +287,7 @@ export class AccessControl {
     const generation = this.#generation;
     const verification = await verifier.verify(authorization);
     this.#throttle.settle(address, this.deps.clock.nowMs(), !verification.ok);
-    if (verification.ok) {
-      const { entry } = verification;
-      this.#throttle.recordVerified(address, entry);
-      // The range's binding is judged here too.
-      const admission = this.#admitWithCredentials(entry, this.#clientOf(entry), range, origin);
-      // An admission is remembered for the connection's next requests (unless a reload came while
-      // bcrypt ran); a refusal is not: its Decision names this request's origin and is the request's own.
-      if (admission.isAdmitted && socket !== undefined && generation === this.#generation) this.#verifiedOnConnection.set(socket, { authorization, generation, admission });
-      return admission;
-    }
+    if (verification.ok) return this.#admitVerified(verification.entry, address, range, origin, authorization, socket, generation);
     if (verification.user !== undefined) this.#throttle.forgetVerified(address, verification.user);
     const detail =
       verification.failure === 'malformed'

@@ -132,6 +132,21 @@ export class AuthThrottle {
     return undefined;
   }
 
+  /**
+   * True when {@link AuthThrottle.begin} would let a check for `address` run now (failures in
+   * the current window plus checks in flight below `maxFailures`), without starting one: for
+   * credentials answered from the verified cache, which need no check (and count nothing) as
+   * long as the address could have one; a throttled address goes through `begin`. Never throws.
+   */
+  hasBudget(address: string, nowMs: number): boolean {
+    // No failure tracked and no check in flight anywhere: every address has its whole budget (no key to compute).
+    if (this.#failures.size === 0 && this.#inFlight.size === 0) return true;
+    const key = throttleKeyOf(address);
+    const record = this.#failures.peek(key);
+    const failures = record !== undefined && nowMs < record.windowStartMs + this.#windowMs ? record.count : 0;
+    return failures + (this.#inFlight.get(key) ?? 0) < this.#maxFailures;
+  }
+
   /** Ends a check begun with {@link AuthThrottle.begin}; a failed one is recorded. Never throws. */
   settle(address: string, nowMs: number, isFailure: boolean): void {
     const key = throttleKeyOf(address);

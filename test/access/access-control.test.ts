@@ -13,6 +13,11 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { captureLogs, startOrigin, startTestProxy, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { connectFrom, proxyRequest, waitFor, type ProxyAnswer } from '../helpers/proxy-client.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AccessControl, prepareAccess, type Admission } from '../../src/access/access-control.js';
+import { validateConfig } from '../../src/config/index.js';
+import { systemClock } from '../../src/clock.js';
 
 const UA = 'ExampleBot/1.0';
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -193,3 +198,98 @@ async function openTunnel(port: number, authority: string, localAddress: string,
     close: () => socket.destroy(),
   };
 }
+
+/**
+ * A real server whose requests are held, unanswered, for the test to admit by hand
+ * ({@link AccessControl.admit} on the real IncomingMessage of a real connection from a chosen
+ * loopback address). Each request is on a connection of its own.
+ */
+async function startHoldingServer(): Promise<{ requestFrom(localAddress: string, authorization: string): Promise<http.IncomingMessage>; close(): Promise<void> }> {
+  const waiting: Array<(req: http.IncomingMessage) => void> = [];
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    held.push(res);
+    waiting.shift()?.(req);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    requestFrom(localAddress, authorization) {
+      const arrived = new Promise<http.IncomingMessage>((resolve) => waiting.push(resolve));
+      http.request({ host: '127.0.0.1', port, path: '/', localAddress, agent: false, headers: { 'proxy-authorization': authorization } }).on('error', () => undefined).end();
+      return arrived;
+    },
+    async close() {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('admission of credentials verified before, on a new connection (AccessControl, real requests)', () => {
+  let server: Awaited<ReturnType<typeof startHoldingServer>>;
+  let credentialsFile: string;
+  const config = (extra: Record<string, unknown> = {}) =>
+    validateConfig({ access: { clients: ['127.0.0.0/8', { range: '127.0.0.40/32', identity: 'robots-lab', binding: true }], credentialsFile, maxAuthFailures: 2, authFailureWindow: '1m' }, ...extra });
+  const admitted = (a: Admission) => (a.isAdmitted ? a.identity?.name : a.refusal.reason);
+
+  before(async () => {
+    credentialsFile = writeCredentials();
+    server = await startHoldingServer();
+  });
+  after(async () => server?.close());
+
+  it('is synchronous and costs no bcrypt while the address has budget; the range binding is still judged', async () => {
+    const access = new AccessControl(prepareAccess(config()), { clock: systemClock });
+    const first = access.admit(await server.requestFrom('127.0.0.31', basic('alice', 'alice-pw')), { origin: 'http://a.example' });
+    assert.ok(first instanceof Promise, 'the first check runs bcrypt');
+    assert.equal(admitted(await first), 'alice');
+    assert.equal(access.verifier?.bcryptRuns, 1);
+    const again = access.admit(await server.requestFrom('127.0.0.32', basic('alice', 'alice-pw')), { origin: 'http://a.example' });
+    assert.ok(!(again instanceof Promise), 'a new connection with remembered credentials is answered at once');
+    assert.equal(admitted(again), 'alice');
+    const bound = access.admit(await server.requestFrom('127.0.0.40', basic('alice', 'alice-pw')), { origin: 'http://a.example' });
+    assert.ok(!(bound instanceof Promise));
+    assert.equal(admitted(bound), 'identity-mismatch', 'a binding range refuses another identity\'s credentials, remembered or not');
+    assert.equal(access.verifier?.bcryptRuns, 1);
+  });
+
+  it('not while checks in flight use the address\'s budget: then only credentials verified from the address itself get in', async () => {
+    const access = new AccessControl(prepareAccess(config()), { clock: systemClock });
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.33', basic('bob', 'bob-pw')))), 'lab-scrapers');
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.34', basic('alice', 'alice-pw')))), 'alice');
+    const guesses = [await server.requestFrom('127.0.0.34', basic('carol', 'guess-1')), await server.requestFrom('127.0.0.34', basic('carol', 'guess-2'))];
+    const bob = await server.requestFrom('127.0.0.34', basic('bob', 'bob-pw'));
+    const alice = await server.requestFrom('127.0.0.34', basic('alice', 'alice-pw'));
+    // Two guesses begun (bcrypt running), none failed yet: the budget of 2 is spent by checks in flight.
+    const checks = guesses.map((req) => access.admit(req));
+    // bob's credentials are remembered (verified from .33): admitting them now would answer a guess at cache speed.
+    assert.equal(admitted(await access.admit(bob)), 'proxy-auth-throttled');
+    assert.equal(admitted(await access.admit(alice)), 'alice', 'verified from this address before');
+    assert.deepEqual((await Promise.all(checks)).map(admitted), ['proxy-auth-required', 'proxy-auth-required']);
+  });
+
+  it('records the credentials as verified from the new address: they still get in once it is throttled', async () => {
+    const access = new AccessControl(prepareAccess(config()), { clock: systemClock });
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.35', basic('alice', 'alice-pw')))), 'alice');
+    const fromCache = access.admit(await server.requestFrom('127.0.0.36', basic('alice', 'alice-pw')));
+    assert.ok(!(fromCache instanceof Promise));
+    for (const guess of ['g1', 'g2']) assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.36', basic('carol', guess)))), 'proxy-auth-required');
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.36', basic('carol', 'g3')))), 'proxy-auth-throttled');
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.36', basic('alice', 'alice-pw')))), 'alice');
+    assert.equal(access.verifier?.bcryptRuns, 3);
+  });
+
+  it('a reload applies to remembered credentials: the identity\'s binding as configured now', async () => {
+    const prepared = prepareAccess(config());
+    const access = new AccessControl(prepared, { clock: systemClock });
+    const before = await access.admit(await server.requestFrom('127.0.0.37', basic('bob', 'bob-pw')));
+    assert.deepEqual(before.isAdmitted && before.identity?.boundTokens, []);
+    // The same credentials file (the same entries), another configuration.
+    access.apply({ ...prepared, config: config({ identities: { 'lab-scrapers': { tokens: ['ExampleBot'] } } }) });
+    const after = access.admit(await server.requestFrom('127.0.0.38', basic('bob', 'bob-pw')));
+    assert.ok(!(after instanceof Promise));
+    assert.deepEqual(after.isAdmitted && after.identity?.boundTokens, ['ExampleBot']);
+  });
+});

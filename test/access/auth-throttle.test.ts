@@ -80,3 +80,26 @@ test('verified credentials are remembered per exact address, not per /64, bounde
   assert.equal(throttle.hasVerified('2001:db8:aa:1::10', alice), false, 'a wrong password for alice from there forgets her');
   assert.equal(throttle.hasVerified('10.0.0.1', { user: 'u39', hash: 'h' }), true);
 });
+
+test('hasBudget answers what begin would, without starting a check: failures in the window and checks in flight both count', () => {
+  const throttle = new AuthThrottle({ maxFailures: 2, windowMs: 60_000 });
+  assert.equal(throttle.hasBudget('10.0.0.1', 0), true, 'nothing tracked');
+  assert.equal(throttle.begin('10.0.0.1', 0), undefined);
+  assert.equal(throttle.hasBudget('10.0.0.1', 0), true, 'one check in flight of two allowed');
+  assert.equal(throttle.hasBudget('10.0.0.1', 0), true, 'asking starts nothing');
+  assert.equal(throttle.begin('10.0.0.1', 0), undefined);
+  assert.equal(throttle.hasBudget('10.0.0.1', 0), false, 'two checks in flight use the whole budget');
+  assert.equal(throttle.hasBudget('10.0.0.2', 0), true, 'another address has its own');
+  throttle.settle('10.0.0.1', 10, true);
+  assert.equal(throttle.hasBudget('10.0.0.1', 10), false, 'one failure and one check in flight');
+  throttle.settle('10.0.0.1', 20, false);
+  assert.equal(throttle.hasBudget('10.0.0.1', 20), true, 'one failure of two');
+  throttle.recordFailure('10.0.0.1', 30);
+  assert.equal(throttle.hasBudget('10.0.0.1', 30), false, 'two failures');
+  assert.equal(throttle.begin('10.0.0.1', 30) !== undefined, true, 'begin agrees');
+  assert.equal(throttle.hasBudget('10.0.0.1', 60_010), true, 'the window ended');
+  throttle.recordFailure('2001:db8:1:2::1', 0);
+  throttle.recordFailure('2001:db8:1:2::2', 0);
+  assert.equal(throttle.hasBudget('2001:db8:1:2::ffff', 5), false, 'counted per /64');
+  assert.equal(throttle.hasBudget('2001:db8:1:3::1', 5), true);
+});

@@ -70,3 +70,19 @@ test('rememberedEntry answers from the cache alone: verified credentials only, n
   verifier.setCredentials(file([`alice:${bcrypt.hashSync('other', 4)}:lab`]));
   assert.equal(verifier.rememberedEntry(basic('alice', 's3cret')), undefined, 'a changed password is forgotten');
 });
+
+test('the cache is keyed by the value as sent, salted per process: another spelling is verified again, and keys differ between processes', async () => {
+  const users = file([`alice:${bcrypt.hashSync('s3cret', 4)}:lab`]);
+  const verifier = new CredentialVerifier(users);
+  const header = basic('alice', 's3cret');
+  assert.equal((await verifier.verify(header)).ok, true);
+  assert.equal(verifier.rememberedEntry(header)?.identity, 'lab');
+  const lower = header.replace('Basic', 'basic');
+  assert.equal(verifier.rememberedEntry(lower), undefined, 'the same credentials spelt otherwise are another entry');
+  assert.equal((await verifier.verify(lower)).ok, true);
+  assert.equal(verifier.bcryptRuns, 2);
+  assert.equal(verifier.rememberedEntry(lower)?.identity, 'lab');
+  assert.equal(verifier.cacheKeyOf(header), verifier.cacheKeyOf(header));
+  assert.notEqual(verifier.cacheKeyOf(header), new CredentialVerifier(users).cacheKeyOf(header), 'a per-process salt');
+  assert.ok(!verifier.cacheKeyOf(header).includes(header.slice(6)), 'no credentials in the key');
+});
