@@ -1,9 +1,11 @@
 /**
  * The operator's policy on top of robots.txt: an ordered list of rules, the
  * first that matches a request decides (deny, allow, report, or pace).
- * Compiled once per configuration load ({@link compilePolicy}); matching a
- * request ({@link CompiledPolicy.match}) costs a few set lookups and at most one
- * path-index walk per rule. Pure: no I/O, no clock. Extension, not in RFC 9309.
+ * Compiled once per configuration load ({@link compilePolicy}), with an index
+ * (see {@link RuleIndexes}): matching a request ({@link CompiledPolicy.match})
+ * tests only the rules that can match its origin, tokens, identity or method,
+ * and those that name none of them, each with a few set lookups and at most
+ * one path-index walk. Pure: no I/O, no clock. Extension, not in RFC 9309.
  */
 import { hostGlobsFor } from '../config/host-overrides.js';
 import type { PolicyAction, PolicyRuleConfig } from '../config/types.js';
@@ -134,6 +136,50 @@ function compileRule(rule: PolicyRuleConfig): CompiledRule {
   };
 }
 
+/**
+ * Each rule filed once, under the first of these fields it sets: origin (each of its exact
+ * origins, hostnames and globs), else product token, else identity, else method; a rule that
+ * sets none of them (paths only, or nothing) is in `unkeyed`. A rule can only match a request
+ * whose origin keys, tokens, identity or method meet its key, so the rules to test for a request
+ * are those under its own keys and the unkeyed ones. Lists hold rule positions in ascending order.
+ */
+interface RuleIndexes {
+  byHost: Map<string, number[]>;
+  byToken: Map<string, number[]>;
+  byIdentity: Map<string, number[]>;
+  byMethod: Map<string, number[]>;
+  unkeyed: number[];
+}
+
+function indexRules(rules: readonly CompiledRule[]): RuleIndexes {
+  const indexes: RuleIndexes = { byHost: new Map(), byToken: new Map(), byIdentity: new Map(), byMethod: new Map(), unkeyed: [] };
+  const file = (map: Map<string, number[]>, keys: ReadonlySet<string>, position: number): void => {
+    for (const key of keys) {
+      const list = map.get(key);
+      if (list === undefined) map.set(key, [position]);
+      else list.push(position);
+    }
+  };
+  rules.forEach((rule, position) => {
+    if (rule.hosts !== undefined) file(indexes.byHost, rule.hosts, position);
+    else if (rule.tokens !== undefined) file(indexes.byToken, rule.tokens, position);
+    else if (rule.identities !== undefined) file(indexes.byIdentity, rule.identities, position);
+    else if (rule.methods !== undefined) file(indexes.byMethod, rule.methods, position);
+    else indexes.unkeyed.push(position);
+  });
+  return indexes;
+}
+
+/** The position of the first rule of `positions` (ascending) before `before` that matches, else `before`. */
+function firstMatchIn(rules: readonly CompiledRule[], positions: readonly number[] | undefined, view: RequestView, before: number): number {
+  if (positions === undefined) return before;
+  for (const position of positions) {
+    if (position >= before) return before;
+    if (matches(rules[position]!, view)) return position;
+  }
+  return before;
+}
+
 function matches(rule: CompiledRule, view: RequestView): boolean {
   if (rule.methods !== undefined && !rule.methods.has(view.method)) return false;
   if (rule.identities !== undefined && (view.request.identity === null || !rule.identities.has(view.request.identity))) return false;
@@ -150,13 +196,24 @@ function matches(rule: CompiledRule, view: RequestView): boolean {
  */
 export function compilePolicy(rules: readonly PolicyRuleConfig[]): CompiledPolicy {
   const compiled = rules.map(compileRule);
+  const { byHost, byToken, byIdentity, byMethod, unkeyed } = indexRules(compiled);
+  // The lowest position filed in each map (Infinity for an empty one).
+  const lowest = (map: Map<string, number[]>): number => Math.min(...[...map.values()].map((list) => list[0]!));
+  const firstOf = { byHost: lowest(byHost), byToken: lowest(byToken), byIdentity: lowest(byIdentity), byMethod: lowest(byMethod) };
   return {
     size: compiled.length,
     match(request: PolicyRequest): PolicyMatch | undefined {
       if (compiled.length === 0) return undefined;
       const view = new RequestView(request);
-      for (const rule of compiled) if (matches(rule, view)) return rule.result;
-      return undefined;
+      // The first match overall is the lowest position matching in any list the request meets;
+      // each list is read only up to the best position found so far.
+      // A list is skipped whole (and the request's keys for it not derived) when it starts at or after that position.
+      let first = firstMatchIn(compiled, unkeyed, view, compiled.length);
+      if (first > firstOf.byHost) for (const key of view.hostKeys) first = firstMatchIn(compiled, byHost.get(key), view, first);
+      if (first > firstOf.byToken) for (const token of view.tokens) first = firstMatchIn(compiled, byToken.get(token), view, first);
+      if (first > firstOf.byIdentity && request.identity !== null) first = firstMatchIn(compiled, byIdentity.get(request.identity), view, first);
+      if (first > firstOf.byMethod) first = firstMatchIn(compiled, byMethod.get(view.method), view, first);
+      return first < compiled.length ? compiled[first]!.result : undefined;
     },
   };
 }

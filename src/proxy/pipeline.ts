@@ -60,6 +60,16 @@ export interface PipelineDeps {
   access: Pick<AccessControl, 'admit'>;
 }
 
+/**
+ * The policy rule a request matched in {@link RequestPipeline.decideFor} (undefined: none), with
+ * the compiled policy it was matched against: {@link RequestPipeline.waitForSlot} paces by it
+ * without matching again, unless a reload has put another policy in force since.
+ */
+export interface MatchedPolicy {
+  readonly policy: CompiledPolicy;
+  readonly rule: PolicyMatch | undefined;
+}
+
 /** One request to handle. */
 export interface ProxiedRequest {
   req: IncomingMessage;
@@ -209,14 +219,14 @@ export class RequestPipeline {
    * @param identity who the client is (admission, `src/access/`), or null for none.
    * @param method the request's method (`CONNECT` for a tunnel-mode CONNECT), for `method:` rules.
    * @returns the decision (its `identity` filled in), the User-Agent's candidate product tokens,
-   *   and the facts the policy matched (for {@link RequestPipeline.waitForSlot}).
+   *   the facts the policy matched and, once matched, the rule (both for {@link RequestPipeline.waitForSlot}).
    */
   async decideFor(
     target: URL,
     userAgent: string | undefined,
     identity: Identity | null = null,
     method = 'GET',
-  ): Promise<{ decision: Decision; productTokens: string[]; policyRequest: PolicyRequest }> {
+  ): Promise<{ decision: Decision; productTokens: string[]; policyRequest: PolicyRequest; matched?: MatchedPolicy }> {
     const productTokens = this.tokensOf(userAgent);
     const identified = identifyAgent(identity, productTokens);
     const origin = target.origin;
@@ -232,7 +242,8 @@ export class RequestPipeline {
     const guarded = this.deps.guard.checkNow(target.hostname, port) ?? (await this.deps.guard.check(target.hostname, port));
     if (!guarded.allowed) return { decision: this.#targetRefusal(guarded, target, userAgent, identified.identity), productTokens, policyRequest };
     const { enforcement } = this.config;
-    const rule = this.policy.match(policyRequest);
+    const policy = this.policy;
+    const rule = policy.match(policyRequest);
     if (rule?.action === 'deny' && enforcement === 'enforce') {
       const denial = decidePolicyDenial(rule, { origin, path, agentTokens: identified.productTokens, identity: identified.identity });
       return { decision: denial, productTokens, policyRequest };
@@ -251,7 +262,7 @@ export class RequestPipeline {
           ? `fetching ${origin}/robots.txt led to a listener of this proxy; refused`
           : `fetching ${origin}/robots.txt led to ${NON_PUBLIC_ADDRESS}; refused`;
     }
-    return { decision: applyPolicy(decision, rule, enforcement), productTokens, policyRequest };
+    return { decision: applyPolicy(decision, rule, enforcement), productTokens, policyRequest, matched: { policy, rule } };
   }
 
   /**
@@ -283,6 +294,7 @@ export class RequestPipeline {
    *   pacing of the rule that matches it now, and again after a reload while it waits.
    * @param identity whose turn the request waits for in the origin's round-robin ({@link identityOf}).
    * @param onHoldExceeded called if the pacer reclaims the slot at `pacing.maxSlotHold` (ms held).
+   * @param matched the rule `decideFor` matched, so the policy is not matched again (unless reloaded since).
    * @returns the slot, or why there is none (`aborted`: the client left while queued).
    */
   async waitForSlot(
@@ -291,8 +303,9 @@ export class RequestPipeline {
     identity: string,
     signal: AbortSignalLike,
     onHoldExceeded?: (heldMs: number) => void,
+    matched?: MatchedPolicy,
   ): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
-    const { delayMs, maxConcurrency } = this.delayFor(decision, policyRequest);
+    const { delayMs, maxConcurrency } = this.delayFor(decision, policyRequest, matched);
     const startedAtMs = this.deps.clock.nowMs();
     // A reload while this request waits re-reads the policy rules and operator minimums through `limits`.
     // The optional fields last: a property after a spread costs a slow runtime call (issue 11).
@@ -339,8 +352,10 @@ export class RequestPipeline {
    * `policyRequest` (else `pacing.minDelay`) and to the rule's rate cap (`periodMs / requests`):
    * a rule never lowers the site's Crawl-delay. 0 with `pacing.enabled: false`. The rule's
    * `maxConcurrency` replaces `pacing.maxConcurrency`. Always finite.
+   * @param matched the rule already matched, used while its policy is still the one in force.
    */
-  private delayFor(decision: Decision, policyRequest: PolicyRequest, rule: PolicyMatch | undefined = this.policy.match(policyRequest)): RequestLimits & { maxConcurrency: number | undefined } {
+  private delayFor(decision: Decision, policyRequest: PolicyRequest, matched?: MatchedPolicy): RequestLimits & { maxConcurrency: number | undefined } {
+    const rule = matched !== undefined && matched.policy === this.policy ? matched.rule : this.policy.match(policyRequest);
     const { pacing } = this.config;
     const maxConcurrency = rule?.pacing.maxConcurrency;
     if (!pacing.enabled) return { delayMs: 0, maxConcurrency };
@@ -448,7 +463,7 @@ export class RequestPipeline {
     const waitingOn = (): SlotHoldWaitingOn => (!req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream');
     const onHoldExceeded = (heldMs: number): void =>
       this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
-    const waited = await this.waitForSlot(decision, decided.policyRequest, identityOf(req, decision), abort, onHoldExceeded);
+    const waited = await this.waitForSlot(decision, decided.policyRequest, identityOf(req, decision), abort, onHoldExceeded, decided.matched);
     if ('refusal' in waited) {
       // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
       if (waited.refusal === 'aborted') error = 'CLIENT_ABORTED';

@@ -120,6 +120,70 @@ describe('compilePolicy: paths, tokens, identities', () => {
   });
 });
 
+describe('compilePolicy: the index keeps first-match-wins', () => {
+  // Rules filed under each key the index uses (origin, hostname, glob, token, identity, method) and
+  // none (paths only, nothing), several matching the same requests.
+  const pool: Array<Record<string, unknown>> = [
+    { name: 'paths', path: ['/admin', '/*.pdf$'], action: 'deny' },
+    { name: 'catch-all', action: 'report' },
+    { name: 'writes', method: ['POST', 'DELETE'], action: 'deny' },
+    { name: 'head-www', method: 'HEAD', origin: 'www.example.com', action: 'allow' },
+    { name: 'gpt', token: 'GPTBot', action: 'report' },
+    { name: 'gpt-admin', token: ['GPTBot', 'CCBot'], path: '/admin', action: 'deny' },
+    { name: 'partner', identity: 'partner-a', action: 'allow' },
+    { name: 'partner-get', identity: ['partner-a', 'partner-b'], method: 'GET', minDelay: '1s' },
+    { name: 'exact', origin: 'https://www.example.com', action: 'deny' },
+    { name: 'bare', origin: ['www.example.com', 'api.example.org'], maxConcurrency: 2 },
+    { name: 'glob', origin: '*.example.com', rate: '10/s' },
+    { name: 'glob-pdf', origin: ['*.example.com', 'example.net'], path: '/*.pdf$', action: 'deny' },
+  ];
+  const requests: PolicyRequest[] = [
+    request(),
+    request({ pathAndQuery: '/admin/x' }),
+    request({ pathAndQuery: '/doc.pdf', origin: 'http://example.net' }),
+    request({ method: 'post' }),
+    request({ method: 'HEAD' }),
+    request({ method: 'HEAD', origin: 'http://api.example.org:8080' }),
+    request({ productTokens: ['python-requests', 'gptbot'] }),
+    request({ productTokens: ['CCBot'], pathAndQuery: '/admin', origin: 'https://other.example' }),
+    request({ identity: 'partner-a', origin: 'https://other.example' }),
+    request({ identity: 'partner-b', method: 'get', origin: 'https://other.example' }),
+    request({ origin: 'https://a.b.example.com', productTokens: [] }),
+    request({ origin: 'http://www.example.com' }),
+    request({ origin: 'https://nowhere.example', productTokens: [] }),
+  ];
+  /** The first rule in order that matches on its own: what a linear scan answers. */
+  const linear = (rules: Array<Record<string, unknown>>, req: PolicyRequest): string | undefined => rules.find((r) => policyOf([r]).match(req) !== undefined)?.['name'] as string | undefined;
+
+  it('answers what a scan in order answers, whatever the order and mix of rules', () => {
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let trial = 0; trial < 200; trial++) {
+      const rules = [...pool];
+      for (let i = rules.length - 1; i > 0; i--) {
+        const j = random(i + 1);
+        [rules[i], rules[j]] = [rules[j]!, rules[i]!];
+      }
+      const chosen = rules.slice(0, 1 + random(rules.length));
+      const policy = policyOf(chosen);
+      for (const req of requests) assert.equal(policy.match(req)?.name, linear(chosen, req), `${chosen.map((r) => r['name']).join(', ')} for ${JSON.stringify(req)}`);
+    }
+  });
+
+  it('a rule filed under one key still loses to an earlier rule filed under another, or under none', () => {
+    const policy = policyOf([pool[2]!, pool[6]!, pool[4]!, pool[10]!, pool[0]!, pool[1]!]);
+    assert.equal(policy.match(request({ method: 'DELETE', identity: 'partner-a', productTokens: ['GPTBot'] }))?.name, 'writes');
+    assert.equal(policy.match(request({ identity: 'partner-a', productTokens: ['GPTBot'] }))?.name, 'partner');
+    assert.equal(policy.match(request({ productTokens: ['GPTBot'] }))?.name, 'gpt');
+    assert.equal(policy.match(request({ pathAndQuery: '/admin' }))?.name, 'glob');
+    assert.equal(policy.match(request({ origin: 'https://example.org', pathAndQuery: '/admin' }))?.name, 'paths');
+    assert.equal(policy.match(request({ origin: 'https://example.org' }))?.name, 'catch-all');
+  });
+});
+
 describe('policy.rules validation', () => {
   const refused = (rules: unknown[]): string => {
     try {

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig, validateConfig } from '../../src/config/index.js';
+import { CancelSignal } from '../../src/pacing/index.js';
 import { startProxy, type RunningProxy } from '../../src/main.js';
 import type { Identity } from '../../src/policy/identity.js';
 import { captureLogs, proxyGet, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
@@ -216,6 +217,39 @@ describe('operator policy and identities', () => {
     assert.equal(bound.decision.policy?.rule, 'examplebot-off');
     assert.equal(bound.decision.identity?.isMismatch, true);
     assert.equal((await proxy.pipeline.decideFor(new URL(`${site.url}/bot-off`), CHROME)).decision.reason, 'no-matching-rule');
+  });
+});
+
+describe('pacing by the rule decideFor matched', () => {
+  let sites: TestOrigin[];
+  let proxy: Proxy;
+  const rules = (minDelay: string) => [{ name: 'loopback-slow', origin: '127.0.0.1', minDelay }];
+
+  before(async () => {
+    sites = [await startOrigin(siteHandler({ robots: '' })), await startOrigin(siteHandler({ robots: '' }))];
+    proxy = await startTestProxy({ policy: { rules: rules('300ms') } });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    for (const site of sites ?? []) await site.close();
+  });
+
+  /** decideFor, then (after `between`) waitForSlot with what decideFor matched; the delay the request was paced by, ms. */
+  const pacedDelayMs = async (url: string, between: () => void = () => undefined): Promise<number | undefined> => {
+    const decided = await proxy.pipeline.decideFor(new URL(url), BOT_UA);
+    assert.equal(decided.matched?.rule?.name, 'loopback-slow');
+    between();
+    const waited = await proxy.pipeline.waitForSlot(decided.decision, decided.policyRequest, 'test', new CancelSignal(), undefined, decided.matched);
+    assert.ok('slot' in waited);
+    waited.slot.release({});
+    return decided.decision.pacing?.delayMs;
+  };
+
+  it('paces by the matched rule, or by the rule of the policy in force when a reload came in between', async () => {
+    assert.equal(await pacedDelayMs(`${sites[0]!.url}/a`), 300);
+    const reloaded = validateConfig({ upstream: { allowPrivateNetworks: true }, policy: { rules: rules('700ms') } });
+    assert.equal(await pacedDelayMs(`${sites[1]!.url}/a`, () => proxy.pipeline.setConfig(reloaded)), 700);
   });
 });
 
