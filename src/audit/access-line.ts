@@ -1,42 +1,45 @@
 /**
- * The access line's serializer: the JSON text of an {@link AccessLogRecord},
- * written field by field for its one fixed shape instead of through pino's
- * generic object walk (which was 5-7% of a proxied request's CPU, the line
- * being 1.2 KB; bench/PROFILE.md).
+ * The access line's encoder: the whole log line of a finished request,
+ * `{"level":"info","time":…<bindings>,<record's fields>,"msg":"request"}\n`,
+ * written as UTF-8 straight into the log destination's batch buffer
+ * ({@link LineBuffer}), field by field for its one fixed shape, from the
+ * {@link AccessEntry} itself: no record object, no strings built per request.
+ * Before, the record was built (toAccessLogRecord), serialised into a string of
+ * ~40 pieces, joined with the batch and converted to UTF-8 by write(2)'s
+ * binding: ~30 µs of CPU per request in the running proxy, most of it
+ * allocation and copying (bench/PROFILE.md, "The access line as bytes").
  *
  * The contract, proven by test/audit/access-line.test.ts over generated
- * records: for every record of the declared types whose objects list their
- * keys in the declared order (which {@link toAccessLogRecord} builds),
- * {@link serializeAccessRecord} returns exactly `JSON.stringify(record)`;
- * for any other key order, the same JSON value. Strings go through
- * `JSON.stringify` itself (V8's fast path), so escaping (quotes, control
- * characters, lone surrogates) is JSON.stringify's. Keys absent from the
- * types are not written: the key lists below are checked against the types
- * at compile time, so a field added to the Decision or the record without a
- * line here fails `npm run typecheck`.
- *
- * Hand-written rather than schema-compiled (fast-json-stringify): a schema
- * would repeat the TypeScript types without being checked against them, add
- * ajv and five other packages, and compile code at startup; this is 100 lines
- * the compiler checks. Extension, not in RFC 9309.
+ * entries: the bytes are those of the line the string serializer wrote
+ * (`JSON.stringify(toAccessLogRecord(entry))` spliced between pino's `level`,
+ * `time`, bindings and `msg`), UTF-8 encoded; the caps and the `truncated`
+ * list are {@link toAccessLogRecord}'s, in its order. Strings are escaped as
+ * JSON.stringify escapes them (a lone surrogate as `\udXXX`), numbers written
+ * as it writes them (NaN and ±Infinity as null). Keys absent from the types
+ * are not written: the key lists below are checked against the types at
+ * compile time, so a field added to the Decision or the record without a line
+ * here fails `npm run typecheck`. Extension, not in RFC 9309.
  */
-import type { DecisionIdentity, MatchedRule, PacingFacts, UpstreamFacts } from '../policy/decision.js';
+import type { DecisionIdentity, MatchedRule, PacingFacts, SnapshotInfo, UpstreamFacts } from '../policy/decision.js';
 import type { Logger } from 'pino';
 import type { AccessEntry } from './access-entry.js';
 import {
   ACCESS_LOG_FIELD as F,
+  ACCESS_LOG_LIMITS as L,
   ACCESS_LOG_MESSAGE,
   toAccessLogRecord,
   type AccessLogRecord,
   type LoggedDecision,
   type LoggedSnapshot,
 } from './access-log.js';
-import { SAFE_RECORD, writeSerializedInfo } from './logger.js';
+import { createIsoWriter } from './iso-time.js';
+import { utf8Bytes, type LineBuffer } from './line-buffer.js';
+import { SAFE_RECORD, bindingsOf, encodedLineSinkOf } from './logger.js';
 
 /** Every key of `T`, listed once: `true` when `List` names them all, else a type error at the use. */
 type ListsEveryKey<T, List extends readonly (keyof T)[]> = Exclude<keyof T, List[number]> extends never ? true : { missing: Exclude<keyof T, List[number]> };
 
-// The serializer's key lists, in output order. Each `satisfies` fails typecheck when a type gains a field the writer below does not write.
+// The encoder's key lists, in output order. Each `satisfies` fails typecheck when a type gains a field the writer below does not write.
 const RECORD_KEYS = [
   F.requestId, F.clientRequestId, F.startedAt, F.clientAddress, F.clientPort, F.identity, F.userAgent, F.productTokens, F.method, F.url, F.via,
   F.status, F.upstreamStatus, F.bytesSent, F.bytesReceived, F.clientAborted, F.queueWaitMs, F.upstreamMs, F.upstreamStartedAt, F.durationMs,
@@ -62,124 +65,322 @@ const KEY_LISTS_ARE_COMPLETE: [
 ] = [true, true, true, true, true, true, true];
 void KEY_LISTS_ARE_COMPLETE;
 
-/** `"key":` for each top-level field, from {@link ACCESS_LOG_FIELD} (built once). */
-const K = Object.fromEntries(RECORD_KEYS.map((key) => [key, `${JSON.stringify(key)}:`])) as Record<(typeof RECORD_KEYS)[number], string>;
+/** UTF-8 of `,"key":` (or `{"key":` when `first`). */
+const key = (name: string, first = false): Uint8Array => utf8Bytes(`${first ? '{' : ','}${JSON.stringify(name)}:`);
 
-/** A string as JSON.stringify writes it. */
-const str = (value: string): string => JSON.stringify(value);
-/** A nullable string. */
-const strOrNull = (value: string | null): string => (value === null ? 'null' : JSON.stringify(value));
-/** A number as JSON.stringify writes it: `null` for NaN and ±Infinity. */
-const num = (value: number): string => (Number.isFinite(value) ? `${value}` : 'null');
-/** A nullable number. */
-const numOrNull = (value: number | null): string => (value === null ? 'null' : num(value));
+/** `,"<field>":` for each top-level field, from {@link ACCESS_LOG_FIELD} (built once). */
+const K = Object.fromEntries(RECORD_KEYS.map((name) => [name, key(name)])) as Record<(typeof RECORD_KEYS)[number], Uint8Array>;
+const LINE_START = utf8Bytes('{"level":"info","time":');
+const LINE_END = utf8Bytes(`,"msg":${JSON.stringify(ACCESS_LOG_MESSAGE)}}\n`);
+const D = {
+  verdict: key('verdict', true), reason: key('reason'), origin: key('origin'), path: key('path'), productToken: key('productToken'),
+  agentTokens: key('agentTokens'), group: key('group'), rule: key('rule'), crawlDelaySeconds: key('crawlDelaySeconds'),
+  snapshot: key('snapshot'), identity: key('identity'), policy: key('policy'), wouldDeny: key('wouldDeny'), detail: key('detail'),
+  proxyAuthenticate: key('proxyAuthenticate'), retryAfterSeconds: key('retryAfterSeconds'), pacing: key('pacing'), upstream: key('upstream'),
+};
+const RULE = { kind: key('kind', true), pattern: key('pattern'), line: key('line') };
+const POLICY = { rule: key('rule', true), action: key('action') };
+const SNAPSHOT = {
+  url: key('url', true), state: key('state'), status: key('status'), error: key('error'), fetchedAtMs: key('fetchedAtMs'),
+  expiresAtMs: key('expiresAtMs'), bytes: key('bytes'), truncated: key('truncated'), fetchedAt: key('fetchedAt'), expiresAt: key('expiresAt'),
+};
+const IDENTITY = { name: key('name', true), source: key('source'), boundTokens: key('boundTokens'), claimedTokens: key('claimedTokens'), isMismatch: key('isMismatch') };
+const PACING = {
+  delayMs: key('delayMs', true), waitedMs: key('waitedMs'), queueLength: key('queueLength'), identityQueueLength: key('identityQueueLength'),
+  limit: key('limit'), retryAfterSeconds: key('retryAfterSeconds'),
+};
+const UPSTREAM = { status: [key('status', true), key('status')], error: [key('error', true), key('error')], timedOut: [key('timedOut', true), key('timedOut')] } as const;
+const EMPTY_OBJECT = utf8Bytes('{}');
+const CLOSE_OBJECT = 0x7d;
 
-function strings(values: readonly string[]): string {
-  if (values.length === 0) return '[]';
-  let out = `[${str(values[0] as string)}`;
-  for (let i = 1; i < values.length; i++) out += `,${str(values[i] as string)}`;
-  return `${out}]`;
+/** Names listed under `truncated`, as toAccessLogRecord lists them. */
+const CUT = {
+  clientRequestId: F.clientRequestId, userAgent: F.userAgent, productTokens: F.productTokens, method: F.method, url: F.url, error: F.error,
+  origin: `${F.decision}.origin`, path: `${F.decision}.path`, productToken: `${F.decision}.productToken`, group: `${F.decision}.group`,
+  rulePattern: `${F.decision}.rule.pattern`, snapshotUrl: `${F.decision}.snapshot.url`, detail: `${F.decision}.detail`,
+} as const;
+
+// One writer per kind of timestamp, so that each keeps its own second cached.
+const isoTime = createIsoWriter();
+const isoStartedAt = createIsoWriter();
+const isoUpstreamStartedAt = createIsoWriter();
+const isoFetchedAt = createIsoWriter();
+const isoExpiresAt = createIsoWriter();
+
+/** The fields cut to their cap in the line being encoded, in toAccessLogRecord's order (reused). */
+const truncated: string[] = [];
+
+/** The bindings last written and their UTF-8 (a logger's bindings rarely change). */
+let lastBindings = '';
+let lastBindingsBytes: Uint8Array = new Uint8Array(0);
+
+/** A duration in whole ms, as toAccessLogRecord writes it. */
+function wholeMsOrNull(out: LineBuffer, ms: number | null): void {
+  out.numberOrNull(ms === null ? null : Math.round(ms));
 }
 
-function rule(value: MatchedRule | null): string {
-  if (value === null) return 'null';
-  return `{"kind":${str(value.kind)},"pattern":${str(value.pattern)},"line":${num(value.line)}}`;
+function rule(out: LineBuffer, value: MatchedRule | null): void {
+  if (value === null) return out.null();
+  out.bytes(RULE.kind);
+  out.string(value.kind);
+  out.bytes(RULE.pattern);
+  if (out.string(value.pattern, L.otherChars)) truncated.push(CUT.rulePattern);
+  out.bytes(RULE.line);
+  out.number(value.line);
+  out.byte(CLOSE_OBJECT);
 }
 
-function snapshot(value: LoggedSnapshot | null): string {
-  if (value === null) return 'null';
-  let out = `{"url":${str(value.url)},"state":${str(value.state)}`;
-  if (value.status !== undefined) out += `,"status":${num(value.status)}`;
-  if (value.error !== undefined) out += `,"error":${str(value.error)}`;
-  return `${out},"fetchedAtMs":${num(value.fetchedAtMs)},"expiresAtMs":${num(value.expiresAtMs)},"bytes":${num(value.bytes)},"truncated":${value.truncated},"fetchedAt":${str(value.fetchedAt)},"expiresAt":${str(value.expiresAt)}}`;
+function snapshot(out: LineBuffer, value: SnapshotInfo | null): void {
+  if (value === null) return out.null();
+  out.bytes(SNAPSHOT.url);
+  if (out.string(value.url, L.otherChars)) truncated.push(CUT.snapshotUrl);
+  out.bytes(SNAPSHOT.state);
+  out.string(value.state);
+  if (value.status !== undefined) {
+    out.bytes(SNAPSHOT.status);
+    out.number(value.status);
+  }
+  if (value.error !== undefined) {
+    out.bytes(SNAPSHOT.error);
+    out.string(value.error);
+  }
+  out.bytes(SNAPSHOT.fetchedAtMs);
+  out.number(value.fetchedAtMs);
+  out.bytes(SNAPSHOT.expiresAtMs);
+  out.number(value.expiresAtMs);
+  out.bytes(SNAPSHOT.bytes);
+  out.number(value.bytes);
+  out.bytes(SNAPSHOT.truncated);
+  out.boolean(value.truncated);
+  out.bytes(SNAPSHOT.fetchedAt);
+  isoFetchedAt(out, value.fetchedAtMs);
+  out.bytes(SNAPSHOT.expiresAt);
+  isoExpiresAt(out, value.expiresAtMs);
+  out.byte(CLOSE_OBJECT);
 }
 
-function pacing(value: PacingFacts): string {
-  let out = `{"delayMs":${num(value.delayMs)},"waitedMs":${num(value.waitedMs)}`;
-  if (value.queueLength !== undefined) out += `,"queueLength":${num(value.queueLength)}`;
-  if (value.identityQueueLength !== undefined) out += `,"identityQueueLength":${num(value.identityQueueLength)}`;
-  if (value.limit !== undefined) out += `,"limit":${str(value.limit)}`;
-  if (value.retryAfterSeconds !== undefined) out += `,"retryAfterSeconds":${num(value.retryAfterSeconds)}`;
-  return `${out}}`;
+function identity(out: LineBuffer, value: DecisionIdentity | null): void {
+  if (value === null) return out.null();
+  out.bytes(IDENTITY.name);
+  out.string(value.name);
+  out.bytes(IDENTITY.source);
+  out.string(value.source);
+  out.bytes(IDENTITY.boundTokens);
+  out.strings(value.boundTokens);
+  out.bytes(IDENTITY.claimedTokens);
+  out.strings(value.claimedTokens);
+  out.bytes(IDENTITY.isMismatch);
+  out.boolean(value.isMismatch);
+  out.byte(CLOSE_OBJECT);
 }
 
-function upstream(value: UpstreamFacts): string {
-  let out = '';
-  if (value.status !== undefined) out += `,"status":${num(value.status)}`;
-  if (value.error !== undefined) out += `,"error":${str(value.error)}`;
-  if (value.timedOut !== undefined) out += `,"timedOut":${value.timedOut}`;
-  return out === '' ? '{}' : `{${out.slice(1)}}`;
+/** The pacing facts, `waitedMs` in whole ms (as toAccessLogRecord logs it). */
+function pacing(out: LineBuffer, value: PacingFacts): void {
+  out.bytes(PACING.delayMs);
+  out.number(value.delayMs);
+  out.bytes(PACING.waitedMs);
+  out.number(Math.round(value.waitedMs));
+  if (value.queueLength !== undefined) {
+    out.bytes(PACING.queueLength);
+    out.number(value.queueLength);
+  }
+  if (value.identityQueueLength !== undefined) {
+    out.bytes(PACING.identityQueueLength);
+    out.number(value.identityQueueLength);
+  }
+  if (value.limit !== undefined) {
+    out.bytes(PACING.limit);
+    out.string(value.limit);
+  }
+  if (value.retryAfterSeconds !== undefined) {
+    out.bytes(PACING.retryAfterSeconds);
+    out.number(value.retryAfterSeconds);
+  }
+  out.byte(CLOSE_OBJECT);
 }
 
-function identity(value: DecisionIdentity | null): string {
-  if (value === null) return 'null';
-  return `{"name":${str(value.name)},"source":${str(value.source)},"boundTokens":${strings(value.boundTokens)},"claimedTokens":${strings(value.claimedTokens)},"isMismatch":${value.isMismatch}}`;
+function upstream(out: LineBuffer, value: UpstreamFacts): void {
+  let isFirst = 1;
+  if (value.status !== undefined) {
+    out.bytes(UPSTREAM.status[1 - isFirst] as Uint8Array);
+    out.number(value.status);
+    isFirst = 0;
+  }
+  if (value.error !== undefined) {
+    out.bytes(UPSTREAM.error[1 - isFirst] as Uint8Array);
+    out.string(value.error);
+    isFirst = 0;
+  }
+  if (value.timedOut !== undefined) {
+    out.bytes(UPSTREAM.timedOut[1 - isFirst] as Uint8Array);
+    out.boolean(value.timedOut);
+    isFirst = 0;
+  }
+  if (isFirst === 1) out.bytes(EMPTY_OBJECT);
+  else out.byte(CLOSE_OBJECT);
 }
 
-function decision(d: LoggedDecision): string {
-  let out =
-    `{"verdict":${str(d.verdict)},"reason":${str(d.reason)},"origin":${str(d.origin)},"path":${str(d.path)},` +
-    `"productToken":${strOrNull(d.productToken)},"agentTokens":${strings(d.agentTokens)},"group":${strOrNull(d.group)},` +
-    `"rule":${rule(d.rule)},"crawlDelaySeconds":${numOrNull(d.crawlDelaySeconds)},"snapshot":${snapshot(d.snapshot)},"identity":${identity(d.identity)}`;
+/** The Decision as toLoggedDecision logs it: capped values, ISO snapshot times. */
+function decision(out: LineBuffer, d: AccessEntry['decision']): void {
+  out.bytes(D.verdict);
+  out.string(d.verdict);
+  out.bytes(D.reason);
+  out.string(d.reason);
+  out.bytes(D.origin);
+  if (out.string(d.origin, L.urlChars)) truncated.push(CUT.origin);
+  out.bytes(D.path);
+  if (out.string(d.path, L.urlChars)) truncated.push(CUT.path);
+  out.bytes(D.productToken);
+  if (out.stringOrNull(d.productToken, L.productTokenChars)) truncated.push(CUT.productToken);
+  out.bytes(D.agentTokens);
+  out.strings(d.agentTokens);
+  out.bytes(D.group);
+  if (out.stringOrNull(d.group, L.otherChars)) truncated.push(CUT.group);
+  out.bytes(D.rule);
+  rule(out, d.rule);
+  out.bytes(D.crawlDelaySeconds);
+  out.numberOrNull(d.crawlDelaySeconds);
+  out.bytes(D.snapshot);
+  snapshot(out, d.snapshot);
+  out.bytes(D.identity);
+  identity(out, d.identity);
   // The operator policy rule (a name and a closed-set action) and the would-deny reason (closed set).
-  if (d.policy !== undefined) out += `,"policy":{"rule":${str(d.policy.rule)},"action":${str(d.policy.action)}}`;
-  if (d.wouldDeny !== undefined) out += `,"wouldDeny":${str(d.wouldDeny)}`;
-  if (d.detail !== undefined) out += `,"detail":${str(d.detail)}`;
-  if (d.proxyAuthenticate !== undefined) out += `,"proxyAuthenticate":${str(d.proxyAuthenticate)}`;
-  if (d.retryAfterSeconds !== undefined) out += `,"retryAfterSeconds":${num(d.retryAfterSeconds)}`;
-  if (d.pacing !== undefined) out += `,"pacing":${pacing(d.pacing)}`;
-  if (d.upstream !== undefined) out += `,"upstream":${upstream(d.upstream)}`;
-  return `${out}}`;
+  if (d.policy !== undefined) {
+    out.bytes(D.policy);
+    out.bytes(POLICY.rule);
+    out.string(d.policy.rule);
+    out.bytes(POLICY.action);
+    out.string(d.policy.action);
+    out.byte(CLOSE_OBJECT);
+  }
+  if (d.wouldDeny !== undefined) {
+    out.bytes(D.wouldDeny);
+    out.string(d.wouldDeny);
+  }
+  if (d.detail !== undefined) {
+    out.bytes(D.detail);
+    if (out.string(d.detail, L.otherChars)) truncated.push(CUT.detail);
+  }
+  if (d.proxyAuthenticate !== undefined) {
+    out.bytes(D.proxyAuthenticate);
+    out.string(d.proxyAuthenticate);
+  }
+  if (d.retryAfterSeconds !== undefined) {
+    out.bytes(D.retryAfterSeconds);
+    out.number(d.retryAfterSeconds);
+  }
+  if (d.pacing !== undefined) {
+    out.bytes(D.pacing);
+    pacing(out, d.pacing);
+  }
+  if (d.upstream !== undefined) {
+    out.bytes(D.upstream);
+    upstream(out, d.upstream);
+  }
+  out.byte(CLOSE_OBJECT);
 }
 
 /**
- * The record's fields as JSON, without the enclosing braces
- * (`"requestId":"…",…,"decision":{…}`), for splicing into a log line after
- * pino's `level`, `time` and bindings. Pure; never throws for a record of the
- * declared types.
- * @param r the record (see {@link toAccessLogRecord}).
+ * Appends the whole access line of `entry` to `out`: `{"level":"info","time":"<ISO of nowMs>"<bindings>,`
+ * the fields of `toAccessLogRecord(entry)` in its order and with its caps, `,"msg":"request"}` and a newline,
+ * as UTF-8. Never throws for a well-formed entry.
+ * @param out where the bytes go (a destination's batch).
+ * @param entry the finished request.
+ * @param bindings the logger's bindings as pino holds them (`,"pid":1,"hostname":"h"`), already JSON.
+ * @param nowMs the line's `time`, ms since the epoch.
  */
-export function serializeAccessFields(r: AccessLogRecord): string {
-  let out =
-    `${K.requestId}${str(r.requestId)},${K.clientRequestId}${strOrNull(r.clientRequestId)},${K.startedAt}${str(r.startedAt)},` +
-    `${K.clientAddress}${str(r.clientAddress)},${K.clientPort}${num(r.clientPort)},${K.identity}${strOrNull(r.identity)},` +
-    `${K.userAgent}${strOrNull(r.userAgent)},${K.productTokens}${strings(r.productTokens)},${K.method}${str(r.method)},` +
-    `${K.url}${str(r.url)},${K.via}${str(r.via)},${K.status}${num(r.status)},${K.upstreamStatus}${numOrNull(r.upstreamStatus)},` +
-    `${K.bytesSent}${num(r.bytesSent)},${K.bytesReceived}${num(r.bytesReceived)},${K.clientAborted}${r.clientAborted},` +
-    `${K.queueWaitMs}${numOrNull(r.queueWaitMs)},${K.upstreamMs}${numOrNull(r.upstreamMs)},` +
-    `${K.upstreamStartedAt}${strOrNull(r.upstreamStartedAt)},${K.durationMs}${num(r.durationMs)},${K.error}${strOrNull(r.error)},` +
-    `${K.decision}${decision(r.decision)}`;
-  const truncated = r[F.truncated];
-  if (truncated !== undefined) out += `,${K.truncated}${strings(truncated)}`;
-  return out;
-}
-
-/**
- * The record as one JSON object: `JSON.stringify(record)` for a record built
- * by {@link toAccessLogRecord} (see the module's contract). Pure.
- */
-export function serializeAccessRecord(r: AccessLogRecord): string {
-  return `{${serializeAccessFields(r)}}`;
+export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: string, nowMs: number): void {
+  truncated.length = 0;
+  const { request, timings, response, productTokens } = entry;
+  const tokenCount = Math.min(productTokens.length, L.productTokens);
+  if (productTokens.length > L.productTokens) truncated.push(CUT.productTokens);
+  out.bytes(LINE_START);
+  isoTime(out, nowMs);
+  if (bindings !== lastBindings) {
+    lastBindings = bindings;
+    lastBindingsBytes = utf8Bytes(bindings);
+  }
+  out.bytes(lastBindingsBytes);
+  out.bytes(K.requestId);
+  out.string(entry.requestId);
+  out.bytes(K.clientRequestId);
+  if (out.stringOrNull(request.clientRequestId ?? null, L.clientRequestIdChars)) truncated.push(CUT.clientRequestId);
+  out.bytes(K.startedAt);
+  isoStartedAt(out, entry.startedAtMs);
+  out.bytes(K.clientAddress);
+  out.string(entry.client.address);
+  out.bytes(K.clientPort);
+  out.number(entry.client.port);
+  out.bytes(K.identity);
+  out.stringOrNull(entry.identity ?? null);
+  out.bytes(K.userAgent);
+  if (out.stringOrNull(request.userAgent, L.userAgentChars)) truncated.push(CUT.userAgent);
+  out.bytes(K.productTokens);
+  out.byte(0x5b);
+  for (let i = 0; i < tokenCount; i++) {
+    if (i > 0) out.byte(0x2c);
+    if (out.string(productTokens[i] as string, L.productTokenChars)) truncated.push(`${CUT.productTokens}.${i}`);
+  }
+  out.byte(0x5d);
+  out.bytes(K.method);
+  if (out.string(request.method, L.methodChars)) truncated.push(CUT.method);
+  out.bytes(K.url);
+  if (out.string(request.url, L.urlChars)) truncated.push(CUT.url);
+  out.bytes(K.via);
+  out.string(request.via);
+  out.bytes(K.status);
+  out.number(response.status);
+  out.bytes(K.upstreamStatus);
+  out.numberOrNull(response.upstreamStatus);
+  out.bytes(K.bytesSent);
+  out.number(response.bytesSent);
+  out.bytes(K.bytesReceived);
+  out.number(response.bytesReceived);
+  out.bytes(K.clientAborted);
+  out.boolean(response.clientAborted);
+  out.bytes(K.queueWaitMs);
+  wholeMsOrNull(out, timings.queueWaitMs);
+  out.bytes(K.upstreamMs);
+  wholeMsOrNull(out, timings.upstreamMs);
+  out.bytes(K.upstreamStartedAt);
+  if (timings.upstreamStartedAtMs == null) out.null();
+  else isoUpstreamStartedAt(out, timings.upstreamStartedAtMs);
+  out.bytes(K.durationMs);
+  out.number(Math.round(timings.durationMs));
+  out.bytes(K.error);
+  if (out.stringOrNull(entry.error, L.errorChars)) truncated.push(CUT.error);
+  out.bytes(K.decision);
+  decision(out, entry.decision);
+  if (truncated.length > 0) {
+    out.bytes(K.truncated);
+    out.strings(truncated);
+  }
+  out.bytes(LINE_END);
 }
 
 /**
  * Writes the one access log line of a finished request at level `info` with
- * message {@link ACCESS_LOG_MESSAGE}: the record is built once
- * ({@link toAccessLogRecord}), serialised once ({@link serializeAccessFields})
- * and written through the logger's own destination, so it is ordered with the
- * process's other lines and flushed with them. The line is what
- * `logger.info(record, ACCESS_LOG_MESSAGE)` wrote (same keys, same values):
- * `level`, `time`, the logger's bindings (`pid`, `hostname`), the record's
- * fields, `msg`. A logger not made by `createLogger` gets exactly that call.
- * Call it exactly once per request (or CONNECT), at its end. Never throws for
- * a well-formed entry.
+ * message {@link ACCESS_LOG_MESSAGE}, encoded straight into the logger's
+ * destination ({@link encodeAccessLine}), so it is ordered with the process's
+ * other lines and flushed with them. The line is what
+ * `logger.info(toAccessLogRecord(entry), ACCESS_LOG_MESSAGE)` wrote (same
+ * keys, same values): `level`, `time`, the logger's bindings (`pid`,
+ * `hostname`), the record's fields, `msg`. A logger not made by
+ * `createLogger` gets exactly that call. Call it exactly once per request (or
+ * CONNECT), at its end. Never throws for a well-formed entry.
  * @param logger the process logger (see `createLogger`).
  * @param entry the finished request.
  */
 export function writeAccessLog(logger: Logger, entry: AccessEntry): void {
   if (!logger.isLevelEnabled('info')) return;
+  const sink = encodedLineSinkOf(logger);
+  if (sink !== undefined) {
+    const start = sink.out.length;
+    encodeAccessLine(sink.out, entry, bindingsOf(logger), Date.now());
+    sink.commitLine(start);
+    return;
+  }
   const record = toAccessLogRecord(entry);
-  if (writeSerializedInfo(logger, serializeAccessFields(record), ACCESS_LOG_MESSAGE)) return;
   (record as AccessLogRecord & { [SAFE_RECORD]?: true })[SAFE_RECORD] = true;
   logger.info(record, ACCESS_LOG_MESSAGE);
 }

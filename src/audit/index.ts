@@ -7,7 +7,7 @@ export {
   toAccessLogRecord,
   type AccessLogRecord,
 } from './access-log.js';
-export { serializeAccessRecord, writeAccessLog } from './access-line.js';
+export { encodeAccessLine, writeAccessLog } from './access-line.js';
 export { createLogger, droppedLogLinesOf, type LoggerLevel, type LoggerOptions } from './logger.js';
 export {
   CONNECTION_LIMIT_NAMES,

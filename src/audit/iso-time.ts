@@ -4,6 +4,7 @@
  * `fetchedAt` and `expiresAt`), and `Date#toISOString` was 1.5% of a proxied
  * request's CPU (bench/PROFILE.md). Extension, not in RFC 9309.
  */
+import type { LineBuffer } from './line-buffer.js';
 
 /** First instant Date#toISOString writes with a six-digit year (10000-01-01), ms since the epoch. */
 const YEAR_10000_MS = 253_402_300_800_000;
@@ -42,4 +43,43 @@ export function createIsoFormatter(): IsoFormatter {
 function slowIso(ms: number): string {
   const d = new Date(ms);
   return Number.isFinite(d.getTime()) ? d.toISOString() : 'invalid';
+}
+
+/**
+ * Appends a timestamp as a JSON string (`"2026-11-30T17:26:27.123Z"`, or
+ * `"invalid"`) to a {@link LineBuffer}: the bytes `JSON.stringify(format(ms))`
+ * has for the {@link IsoFormatter} of the same value, without making a string.
+ */
+export type IsoWriter = (out: LineBuffer, ms: number) => void;
+
+/** Creates an {@link IsoWriter} with its own one-second cache (give each kind of timestamp its own). */
+export function createIsoWriter(): IsoWriter {
+  let cachedSecondMs = -1;
+  /** The 20 ASCII bytes `YYYY-MM-DDTHH:MM:SS.` of {@link cachedSecondMs}. */
+  const prefix = new Uint8Array(20);
+  return (out: LineBuffer, ms: number): void => {
+    if (!(ms >= 0 && ms < YEAR_10000_MS)) {
+      out.string(slowIso(ms));
+      return;
+    }
+    const whole = Math.trunc(ms);
+    const milli = whole % 1000;
+    const secondMs = whole - milli;
+    if (secondMs !== cachedSecondMs) {
+      const text = new Date(secondMs).toISOString();
+      for (let i = 0; i < 20; i++) prefix[i] = text.charCodeAt(i);
+      cachedSecondMs = secondMs;
+    }
+    out.ensure(26);
+    const buf = out.buf;
+    let p = out.length;
+    buf[p++] = 0x22;
+    for (let i = 0; i < 20; i++) buf[p++] = prefix[i] as number;
+    buf[p++] = 0x30 + Math.floor(milli / 100);
+    buf[p++] = 0x30 + (Math.floor(milli / 10) % 10);
+    buf[p++] = 0x30 + (milli % 10);
+    buf[p++] = 0x5a; // Z
+    buf[p++] = 0x22;
+    out.length = p;
+  };
 }

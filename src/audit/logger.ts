@@ -6,7 +6,7 @@ import { fstatSync, openSync, writeSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { pino, stdSerializers, type DestinationStream, type Level, type Logger } from 'pino';
-import { createIsoFormatter } from './iso-time.js';
+import { LineBuffer } from './line-buffer.js';
 import { redactSecrets } from './redact.js';
 
 /** A pino level, or `silent` to turn logging off. */
@@ -19,28 +19,30 @@ export interface LoggerOptions {
   /** A stream to write JSON lines to (tests); when given, `file` is ignored. */
   destination?: DestinationStream;
   /**
-   * File descriptor or path written in batches of 8 KiB; a line waits at most
+   * File descriptor or path written in batches of 32 KiB; a line waits at most
    * {@link LOG_FLUSH_INTERVAL_MS} (see LogWriter). @default 1 (stdout)
    */
   file?: number | string;
   /**
-   * When `file` is stdout or stderr on a pipe: most characters of lines held
+   * When `file` is stdout or stderr on a pipe: most bytes of lines held
    * while its reader falls behind, past which lines are dropped and counted (see LogWriter).
-   * Not a config key. @default LOG_MAX_BUFFER_CHARS
+   * Not a config key. @default LOG_MAX_BUFFER_BYTES
    */
-  maxBufferChars?: number;
+  maxBufferBytes?: number;
 }
 
-/** Bytes of log lines gathered before one write. */
-const BUFFER_BYTES = 8 * 1024;
+/** Bytes of log lines gathered before one write(2). */
+const BATCH_BYTES = 32 * 1024;
+/** Size of a destination's batch buffer, bytes; it grows for a longer batch (a full pipe) and shrinks back once written. */
+const BUFFER_CAPACITY = 64 * 1024;
 /** Longest time a log line waits in that buffer, ms: all a SIGKILL can lose. */
 export const LOG_FLUSH_INTERVAL_MS = 100;
 /**
- * Most characters of log lines held in memory while stdout is a pipe whose
- * reader does not keep up (4 MiB of ASCII JSON: about 3,500 access lines);
- * past it, new lines are dropped and counted (see {@link LogWriter}).
+ * Most bytes of log lines held in memory while stdout is a pipe whose
+ * reader does not keep up (4 MiB: about 3,500 access lines); past it, new
+ * lines are dropped and counted (see {@link LogWriter}).
  */
-export const LOG_MAX_BUFFER_CHARS = 4 * 1024 * 1024;
+export const LOG_MAX_BUFFER_BYTES = 4 * 1024 * 1024;
 /** How often a full pipe is tried again, ms (a non-blocking write that may take nothing). */
 const PIPE_RETRY_MS = 10;
 /** Longest time the exit flush waits for a full pipe's reader, ms; what is still unwritten then is lost. */
@@ -52,16 +54,35 @@ let isExitHookInstalled = false;
 
 /** Options of {@link LogWriter}. */
 export interface LogWriterOptions {
-  /** Most characters held (lines waiting plus the unwritten part of the batch being written). @default LOG_MAX_BUFFER_CHARS */
-  maxBufferChars?: number;
+  /** Most bytes held (lines waiting plus the unwritten part of the batch being written). @default LOG_MAX_BUFFER_BYTES */
+  maxBufferBytes?: number;
   /** Longest wait for a pipe's reader in a synchronous flush, ms. @default LOG_EXIT_FLUSH_TIMEOUT_MS */
   flushTimeoutMs?: number;
 }
 
 /**
- * The logger's destination: lines gathered and written in batches, one
- * write(2) per {@link BUFFER_BYTES} on the event loop (cheaper than a write
- * per line, or a thread-pool hop per batch). The first line into an empty
+ * A destination that lines can be encoded into directly: append a line's
+ * bytes to {@link out} (from `out.length` on), then call {@link commitLine}
+ * with the length before it. The access line is written this way
+ * (access-line.ts): no string is made for it.
+ */
+export interface EncodedLineSink {
+  /** Where the next line's bytes go. */
+  readonly out: LineBuffer;
+  /**
+   * Takes the line just appended (`out.buf[start, out.length)`, one whole line
+   * ending in a newline) as if it had been passed to `write`: it is kept and
+   * written in order, or dropped and counted (then removed from `out`).
+   */
+  commitLine(start: number): void;
+}
+
+/**
+ * The logger's destination: lines gathered as UTF-8 in one buffer and written
+ * in batches, one write(2) per {@link BATCH_BYTES} on the event loop (cheaper
+ * than a write per line, or a thread-pool hop per batch). pino's lines arrive
+ * as strings (`write`); the access line is encoded into the buffer directly
+ * ({@link EncodedLineSink}). The first line into an empty
  * buffer arms a timer, so no line waits longer than
  * {@link LOG_FLUSH_INTERVAL_MS}, however idle the process is afterwards; an
  * idle process with nothing buffered does no writes at all. What is held is
@@ -78,7 +99,7 @@ export interface LogWriterOptions {
  * byte-exact, and tried again every {@link PIPE_RETRY_MS} ms.
  *
  * The policy when a reader falls behind: lines wait in memory up to
- * `maxBufferChars` ({@link LOG_MAX_BUFFER_CHARS}); past that, each new line is
+ * `maxBufferBytes` ({@link LOG_MAX_BUFFER_BYTES}); past that, each new line is
  * dropped and counted ({@link LogWriter.droppedLines}), never blocking a
  * request. When the reader catches up, the next line written is preceded by
  * one line `{"level":"warn",...,"event":"log-lines-dropped","droppedLines":N,...}`
@@ -95,12 +116,11 @@ export interface LogWriterOptions {
  * mode, used before, measures every line's UTF-8 length: 13 µs per access
  * line under load, bench/PROFILE.md).
  */
-export class LogWriter implements DestinationStream {
+export class LogWriter implements DestinationStream, EncodedLineSink {
+  readonly out = new LineBuffer(BUFFER_CAPACITY);
   readonly #fd: number;
-  readonly #maxChars: number;
+  readonly #maxBytes: number;
   readonly #flushTimeoutMs: number;
-  #lines: string[] = [];
-  #lineChars = 0;
   /** The batch being written: what write(2) has not taken yet (a full pipe). */
   #unwritten: Buffer | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -113,7 +133,7 @@ export class LogWriter implements DestinationStream {
    */
   constructor(fd: number, options: LogWriterOptions = {}) {
     this.#fd = fd;
-    this.#maxChars = options.maxBufferChars ?? LOG_MAX_BUFFER_CHARS;
+    this.#maxBytes = options.maxBufferBytes ?? LOG_MAX_BUFFER_BYTES;
     this.#flushTimeoutMs = options.flushTimeoutMs ?? LOG_EXIT_FLUSH_TIMEOUT_MS;
     openDestinations.add(this);
     installExitHook();
@@ -124,21 +144,27 @@ export class LogWriter implements DestinationStream {
     return this.#droppedTotal + this.#dropped;
   }
 
-  /** Characters held now: lines waiting plus the unwritten part of the batch being written. */
-  get bufferedChars(): number {
-    return this.#heldChars();
+  /** Bytes held now: lines waiting plus the unwritten part of the batch being written. */
+  get bufferedBytes(): number {
+    return this.#heldBytes();
   }
 
+  /** Takes one line (pino's, ending in a newline) as UTF-8. */
   write(line: string): void {
-    if (this.#isBroken || this.#heldChars() + line.length > this.#maxChars) {
+    const start = this.out.length;
+    this.out.utf8(line);
+    this.commitLine(start);
+  }
+
+  commitLine(start: number): void {
+    if (this.#isBroken || this.#heldBytes() > this.#maxBytes) {
+      this.out.length = start;
       this.#dropped++;
       return;
     }
-    if (this.#dropped > 0) this.#pushDropNotice();
-    this.#lines.push(line);
-    this.#lineChars += line.length;
+    if (this.#dropped > 0) this.#insertDropNotice(start);
     if (this.#unwritten !== undefined) return; // the retry timer is armed
-    if (this.#lineChars >= BUFFER_BYTES) this.#writeSome();
+    if (this.out.length >= BATCH_BYTES) this.#writeSome();
     // Armed once per batch, not per line; unref'd: a pending flush never keeps the process up (the exit hook writes it).
     else this.#timer ??= setTimeout(this.#onTimer, LOG_FLUSH_INTERVAL_MS).unref();
   }
@@ -147,7 +173,7 @@ export class LogWriter implements DestinationStream {
   flush(callback?: (err?: Error) => void): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#dropped > 0) this.#pushDropNotice();
+    if (this.#dropped > 0) this.#insertDropNotice(this.out.length);
     const deadline = Date.now() + this.#flushTimeoutMs;
     let pause: Int32Array | undefined;
     while (!this.#isBroken && !this.#writeSome(true)) {
@@ -160,14 +186,20 @@ export class LogWriter implements DestinationStream {
     callback?.();
   }
 
-  #heldChars(): number {
-    return this.#lineChars + (this.#unwritten?.length ?? 0);
+  #heldBytes(): number {
+    return this.out.length + (this.#unwritten?.length ?? 0);
   }
 
-  #pushDropNotice(): void {
-    const notice = `{"level":"warn","time":"${new Date().toISOString()}","pid":${process.pid},"hostname":${JSON.stringify(hostname())},"event":"log-lines-dropped","droppedLines":${this.#dropped},"msg":"log lines dropped: the reader of the log did not keep up"}\n`;
-    this.#lines.push(notice);
-    this.#lineChars += notice.length;
+  /** Puts the notice of the lines dropped so far at `start` (before the line just appended there, if any). */
+  #insertDropNotice(start: number): void {
+    const notice = Buffer.from(
+      `{"level":"warn","time":"${new Date().toISOString()}","pid":${process.pid},"hostname":${JSON.stringify(hostname())},"event":"log-lines-dropped","droppedLines":${this.#dropped},"msg":"log lines dropped: the reader of the log did not keep up"}\n`,
+    );
+    const out = this.out;
+    out.ensure(notice.length);
+    out.buf.copy(out.buf, start + notice.length, start, out.length);
+    notice.copy(out.buf, start);
+    out.length += notice.length;
     this.#droppedTotal += this.#dropped;
     this.#dropped = 0;
   }
@@ -183,37 +215,46 @@ export class LogWriter implements DestinationStream {
    * when a pipe is full, unless flushing. @returns true when nothing is left.
    */
   #writeSome(isFlushing = false): boolean {
+    const out = this.out;
     for (;;) {
-      let batch: string | Buffer | undefined = this.#unwritten;
-      if (batch === undefined) {
-        if (this.#lines.length === 0) return true;
-        batch = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join('');
-        this.#lines = [];
-        this.#lineChars = 0;
-      }
+      const unwritten = this.#unwritten;
+      if (unwritten === undefined && out.length === 0) return true;
       let written: number;
       try {
-        written = typeof batch === 'string' ? writeSync(this.#fd, batch) : writeSync(this.#fd, batch);
+        written = unwritten === undefined ? writeSync(this.#fd, out.buf, 0, out.length) : writeSync(this.#fd, unwritten);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EAGAIN') {
-          this.#unwritten = typeof batch === 'string' ? Buffer.from(batch) : batch;
+          if (unwritten === undefined) this.#keepUnwritten(0);
           if (!isFlushing) this.#timer ??= setTimeout(this.#onTimer, PIPE_RETRY_MS).unref();
           return false;
         }
         // EPIPE (the reader is gone), EBADF...: what is held, and every later line, is lost.
         this.#isBroken = true;
-        this.#dropped += this.#lines.length + 1;
-        this.#lines = [];
-        this.#lineChars = 0;
+        this.#dropped += linesIn(out.buf, 0, out.length) + (unwritten === undefined ? 0 : linesIn(unwritten, 0, unwritten.length));
+        out.reset(BUFFER_CAPACITY);
         this.#unwritten = undefined;
         return true;
       }
-      const size = typeof batch === 'string' ? Buffer.byteLength(batch) : batch.length;
-      if (written >= size) this.#unwritten = undefined;
-      // A pipe took part of it: keep the rest, byte-exact (a string is converted only then).
-      else this.#unwritten = (typeof batch === 'string' ? Buffer.from(batch) : batch).subarray(written);
+      if (unwritten !== undefined) this.#unwritten = written >= unwritten.length ? undefined : unwritten.subarray(written);
+      else if (written >= out.length) out.reset(BUFFER_CAPACITY);
+      // A pipe took part of it: keep the rest, byte-exact.
+      else this.#keepUnwritten(written);
     }
   }
+
+  /** Moves the batch's bytes from `from` on out of the line buffer, as the unwritten rest of a batch. */
+  #keepUnwritten(from: number): void {
+    const out = this.out;
+    this.#unwritten = Buffer.from(out.buf.subarray(from, out.length));
+    out.reset(BUFFER_CAPACITY);
+  }
+}
+
+/** Newlines in `buf[start, end)`: the lines (or line ends) there. */
+function linesIn(buf: Buffer, start: number, end: number): number {
+  let count = 0;
+  for (let at = buf.indexOf(0x0a, start); at !== -1 && at < end; at = buf.indexOf(0x0a, at + 1)) count++;
+  return count;
 }
 
 /**
@@ -273,26 +314,51 @@ export function flushLogSync(logger: Logger): void {
  */
 export const SAFE_RECORD = Symbol('robots-proxy.safe-record');
 
-/** Set on every logger {@link createLogger} makes (children inherit it): its lines have the shape {@link writeSerializedInfo} writes. */
+/** Set on every logger {@link createLogger} makes (children inherit it): its lines have pino's shape as configured there. */
 const LINE_FORMAT = Symbol('robots-proxy.line-format');
-const isoLineTime = createIsoFormatter();
 
 /**
- * Writes one `info` line whose fields are already JSON, through the logger's
- * destination: `{"level":"info","time":"<ISO>"<bindings>,<fields>,"msg":"<msg>"}`,
- * the line `logger.info(object, msg)` writes for an object with those fields
- * (pino's key order: level, time, bindings, the object's keys, msg). The
- * caller checks the level first.
- * @param fields the record's fields as JSON without the enclosing braces; must not be empty.
- * @returns false, writing nothing, when `logger` was not made by {@link createLogger} (its format is unknown).
+ * The {@link EncodedLineSink} of a destination that takes only strings (a
+ * test's capture stream): the line is encoded into a scratch buffer, then
+ * written as one string.
  */
-export function writeSerializedInfo(logger: Logger, fields: string, msg: string): boolean {
+class StringLineSink implements EncodedLineSink {
+  readonly out = new LineBuffer(16 * 1024);
+  readonly #stream: DestinationStream;
+
+  constructor(stream: DestinationStream) {
+    this.#stream = stream;
+  }
+
+  commitLine(start: number): void {
+    const line = this.out.buf.toString('utf8', start, this.out.length);
+    this.out.reset(16 * 1024);
+    this.#stream.write(line);
+  }
+}
+const stringSinks = new WeakMap<DestinationStream, StringLineSink>();
+
+/**
+ * Where a logger made by {@link createLogger} takes lines encoded as bytes
+ * (its {@link LogWriter}, or a wrapper of a string-only destination); such a
+ * line must have the shape pino gives it there:
+ * `{"level":"<label>","time":"<ISO>"<bindings>,<fields>,"msg":"<msg>"}` and a
+ * newline, with bindings from {@link bindingsOf}. The caller checks the level.
+ * @returns undefined when `logger` was not made by {@link createLogger} (its format is unknown).
+ */
+export function encodedLineSinkOf(logger: Logger): EncodedLineSink | undefined {
   const internals = logger as unknown as Record<symbol, unknown>;
-  if (internals[LINE_FORMAT] !== true) return false;
+  if (internals[LINE_FORMAT] !== true) return undefined;
   const stream = internals[pino.symbols.streamSym] as DestinationStream;
-  const bindings = internals[pino.symbols.chindingsSym] as string;
-  stream.write(`{"level":"info","time":"${isoLineTime(Date.now())}"${bindings},${fields},"msg":${JSON.stringify(msg)}}\n`);
-  return true;
+  if (stream instanceof LogWriter) return stream;
+  let sink = stringSinks.get(stream);
+  if (sink === undefined) stringSinks.set(stream, (sink = new StringLineSink(stream)));
+  return sink;
+}
+
+/** A pino logger's bindings as its lines carry them, already JSON: `,"pid":1,"hostname":"h"` and a child's. */
+export function bindingsOf(logger: Logger): string {
+  return (logger as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym] as string;
 }
 
 /**
@@ -312,7 +378,7 @@ export function writeSerializedInfo(logger: Logger, fields: string, msg: string)
  * @throws Error from pino when `level` is not a pino level.
  */
 export function createLogger(options: LoggerOptions): Logger {
-  const destination = options.destination ?? createDestination(options.file ?? 1, options.maxBufferChars === undefined ? {} : { maxBufferChars: options.maxBufferChars });
+  const destination = options.destination ?? createDestination(options.file ?? 1, options.maxBufferBytes === undefined ? {} : { maxBufferBytes: options.maxBufferBytes });
   const logger = pino(
     {
       level: options.level,

@@ -1,18 +1,25 @@
 /**
- * Golden tests of the access line's serializer (src/audit/access-line.ts):
- * its output is JSON.stringify's, byte for byte, over generated records and
- * entries (every reason, absent optional fields, any UTF-16 including lone
- * surrogates and control characters, quotes, long values, any number), and
+ * Golden tests of the access line's encoder (src/audit/access-line.ts): its
+ * bytes are those of the line the string serializer it replaced wrote
+ * (test/audit/old-access-line.ts, itself JSON.stringify's, byte for byte),
+ * over generated entries (every reason, absent optional fields, any UTF-16
+ * including lone surrogates and control characters, quotes, long values, any
+ * number, capped values), through a logger's real file destination too; and
  * the line written through a logger is the line pino's generic path wrote.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import * as fc from 'fast-check';
-import { serializeAccessRecord, writeAccessLog } from '../../src/audit/access-line.js';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeAccessLine, writeAccessLog } from '../../src/audit/access-line.js';
+import { LineBuffer } from '../../src/audit/line-buffer.js';
+import { serializeAccessFields, serializeAccessRecord } from './old-access-line.js';
 import { ACCESS_LOG_LIMITS, toAccessLogRecord, type AccessLogRecord, type LoggedDecision, type LoggedSnapshot } from '../../src/audit/access-log.js';
 import type { AccessEntry } from '../../src/audit/access-entry.js';
-import { createIsoFormatter } from '../../src/audit/iso-time.js';
+import { createIsoFormatter, createIsoWriter } from '../../src/audit/iso-time.js';
 import { SAFE_RECORD, createLogger } from '../../src/audit/logger.js';
 import { DECISION_REASONS, type Decision, type DecisionIdentity, type MatchedRule, type PacingFacts, type SnapshotInfo, type UpstreamFacts } from '../../src/policy/decision.js';
 import { CapturedLines, makeDecision, makeEntry, makeSnapshot } from './factories.js';
@@ -160,7 +167,7 @@ const anyEntry: fc.Arbitrary<AccessEntry> = fc
     return identity === undefined ? entry : { ...entry, identity };
   });
 
-describe('serializeAccessRecord', () => {
+describe('serializeAccessRecord (the old serializer, the reference below)', () => {
   it('writes JSON.stringify(record), byte for byte, for any record of the declared types', () => {
     fc.assert(
       fc.property(anyRecord, (record) => {
@@ -298,5 +305,177 @@ describe('createIsoFormatter', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+/** The line the old serializer wrote for `entry` (test/audit/old-access-line.ts), as UTF-8, with pino's framing. */
+function oldLine(entry: AccessEntry, bindings: string, nowMs: number): Buffer {
+  const time = JSON.stringify(createIsoFormatter()(nowMs));
+  return Buffer.from(`{"level":"info","time":${time}${bindings},${serializeAccessFields(toAccessLogRecord(entry))},"msg":"request"}\n`, 'utf8');
+}
+
+/** Bindings as pino holds them: a plain process's, and a child's with characters to escape. */
+const anyBindings = fc.oneof(
+  fc.constant(`,"pid":${process.pid},"hostname":"vm"`),
+  text.map((value) => `,"pid":1,"hostname":"h","component":${JSON.stringify(value)}`),
+);
+const anyNowMs = fc.oneof(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.constantFrom(-1, NaN, 1_700_000_000_999.9, 253_402_300_800_000));
+
+describe('encodeAccessLine', () => {
+  it("writes the old serializer's line, byte for byte, for any entry, bindings and time", () => {
+    fc.assert(
+      fc.property(anyEntry, anyBindings, anyNowMs, (entry, bindings, nowMs) => {
+        const out = new LineBuffer(64);
+        encodeAccessLine(out, entry, bindings, nowMs);
+        assert.deepEqual(out.buf.subarray(0, out.length), oldLine(entry, bindings, nowMs));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('writes JSON.stringify of the record toAccessLogRecord builds, caps and truncated list included, in hand-picked entries', () => {
+    const long = (unit: string, n: number): string => unit.repeat(n);
+    const entries: AccessEntry[] = [];
+    for (const reason of DECISION_REASONS) entries.push(makeEntry({ decision: makeDecision({ reason }) }));
+    entries.push(
+      makeEntry({ decision: makeDecision({ rule: null, group: null, productToken: null, snapshot: null, agentTokens: [] }), productTokens: [] }),
+      makeEntry({
+        requestId: 'r\u0000"\\\u2028\u{1F600}\ud800',
+        productTokens: Array.from({ length: 20 }, (_, i) => (i === 3 ? long('t', 200) : `bot${i}`)),
+        request: {
+          method: long('M', 40),
+          url: `http://h/${long('\u{1F600}', 1500)}`,
+          userAgent: `${long('a', 511)}\u{1F600}`,
+          clientRequestId: long('é', 129),
+        },
+        error: long('\u0007', 300),
+        decision: makeDecision({
+          origin: long('o', 3000),
+          path: long('p', 2047) + '\u{1F600}',
+          productToken: long('x', 129),
+          group: long('"', 1025),
+          rule: { kind: 'disallow', pattern: long('\\', 1025), line: 1e21 },
+          snapshot: makeSnapshot({ url: long('u', 1025), error: 'E\n', status: undefined, fetchedAtMs: -5, expiresAtMs: 8.64e15 + 1 }),
+          detail: long('d', 2000),
+          policy: { rule: 'r "1"', action: 'report' },
+          wouldDeny: 'rule-disallow',
+          proxyAuthenticate: 'Basic realm="x"',
+          retryAfterSeconds: 0.5,
+          identity: { name: 'n', source: 'credentials', boundTokens: ['a'], claimedTokens: [], isMismatch: true },
+          pacing: { delayMs: 1.5, waitedMs: 2.5, queueLength: 3, identityQueueLength: 0, limit: 'max-wait', retryAfterSeconds: -0 },
+          upstream: { error: 'ECONNRESET', timedOut: false },
+        }),
+        timings: { queueWaitMs: -0.4, upstreamMs: NaN, durationMs: Infinity, upstreamStartedAtMs: 0 },
+        response: { status: -1, upstreamStatus: 2 ** 53, bytesSent: 2 ** 53 - 1, bytesReceived: 0.1, clientAborted: true },
+      }),
+    );
+    for (const entry of entries) {
+      const out = new LineBuffer(16);
+      encodeAccessLine(out, entry, '', 1_700_000_000_000);
+      const line = out.buf.toString('utf8', 0, out.length);
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      delete parsed['level'];
+      delete parsed['time'];
+      delete parsed['msg'];
+      assert.equal(JSON.stringify(parsed), JSON.stringify(toAccessLogRecord(entry)));
+      assert.deepEqual(out.buf.subarray(0, out.length), oldLine(entry, '', 1_700_000_000_000));
+    }
+    const cut = JSON.parse(new TextDecoder().decode((() => {
+      const out = new LineBuffer(16);
+      encodeAccessLine(out, entries[entries.length - 1] as AccessEntry, '', 0);
+      return out.buf.subarray(0, out.length);
+    })())) as { truncated: string[] };
+    assert.deepEqual(cut.truncated, [
+      'productTokens', 'clientRequestId', 'userAgent', 'productTokens.3', 'method', 'url', 'error',
+      'decision.origin', 'decision.path', 'decision.productToken', 'decision.group', 'decision.rule.pattern', 'decision.snapshot.url', 'decision.detail',
+    ]);
+  });
+
+  it('appends after what the buffer holds, growing it, and leaves the earlier bytes alone', () => {
+    const out = new LineBuffer(8);
+    out.utf8('kept é\n');
+    const entries = [makeEntry(), makeEntry({ requestId: 'x'.repeat(5000) }), makeEntry({ request: { userAgent: null } })];
+    for (const entry of entries) encodeAccessLine(out, entry, ',"pid":1', 1_700_000_000_000);
+    const expected = Buffer.concat([Buffer.from('kept é\n'), ...entries.map((entry) => oldLine(entry, ',"pid":1', 1_700_000_000_000))]);
+    assert.deepEqual(out.buf.subarray(0, out.length), expected);
+  });
+});
+
+describe('LineBuffer', () => {
+  it('writes any string as JSON.stringify then UTF-8 would, cut where access-log caps cut', () => {
+    fc.assert(
+      fc.property(text, fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined }), (value, maxChars) => {
+        const out = new LineBuffer(4);
+        const isCut = out.string(value, maxChars);
+        let end = value.length;
+        if (maxChars !== undefined && end > maxChars) {
+          const last = value.charCodeAt(maxChars - 1);
+          end = last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars;
+        }
+        assert.equal(isCut, end < value.length);
+        assert.deepEqual(out.buf.subarray(0, out.length), Buffer.from(JSON.stringify(value.slice(0, end)), 'utf8'));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('writes any number and boolean as JSON.stringify does', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(anyNumber, fc.boolean(), fc.constant(null)), { maxLength: 20 }), (values) => {
+        const out = new LineBuffer(2);
+        for (const value of values) {
+          if (typeof value === 'boolean') out.boolean(value);
+          else out.numberOrNull(value);
+          out.byte(0x2c);
+        }
+        assert.equal(out.buf.toString('utf8', 0, out.length), values.map((value) => `${JSON.stringify(value)},`).join(''));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('createIsoWriter', () => {
+  it('writes the JSON string of what the formatter writes, for any ms value, in any order', () => {
+    const write = createIsoWriter();
+    const format = createIsoFormatter();
+    const ms = fc.oneof(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.double({ min: -1e16, max: 1e16 }), fc.constantFrom(0, 999, 253_402_300_799_999, 253_402_300_800_000, NaN, -0.5));
+    fc.assert(
+      fc.property(fc.array(ms, { minLength: 1, maxLength: 20 }), (values) => {
+        for (const value of values) {
+          const out = new LineBuffer(1);
+          write(out, value);
+          assert.equal(out.buf.toString('latin1', 0, out.length), JSON.stringify(format(value)), String(value));
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('writeAccessLog on a file (the destination serve uses)', () => {
+  it("appends the old serializer's lines, in order with the logger's other lines, once flushed", () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'access-line-')), 'out.log');
+    const logger = createLogger({ level: 'info', file: path });
+    const entries = Array.from({ length: 300 }, (_, i) => makeEntry({ requestId: `id-${i}-é\u{1F600}`, request: { url: `http://h/${'x'.repeat(i * 7)}` } }));
+    const expected: Buffer[] = [];
+    entries.forEach((entry, i) => {
+      writeAccessLog(logger, entry);
+      expected.push(oldLine(entry, `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`, 0));
+      if (i % 50 === 0) {
+        logger.info({ n: i }, 'between');
+        expected.push(Buffer.from('BETWEEN\n'));
+      }
+    });
+    logger.flush();
+    const time = /"time":"[^"]*"/;
+    const lines = readFileSync(path, 'utf8').split('\n');
+    const wanted = Buffer.concat(expected).toString('utf8').split('\n');
+    assert.equal(lines.length, wanted.length);
+    lines.forEach((line, i) => {
+      const want = wanted[i] as string;
+      if (want === 'BETWEEN') assert.match(line, /"msg":"between"/);
+      else assert.equal(line.replace(time, '"time":"T"'), want.replace(time, '"time":"T"'));
+    });
   });
 });

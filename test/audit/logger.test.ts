@@ -147,15 +147,15 @@ describe('createLogger on stdout as a slow pipe (LogWriter)', () => {
    * and no more), then reads it and sends `then`; resolves with the child's
    * report and every line.
    */
-  async function runSlowPipe(then: 'more' | 'exit'): Promise<{ report: { written: number; dropped: number; bufferedChars: number; maxBufferChars: number }; code: number | null; records: Record<string, unknown>[] }> {
+  async function runSlowPipe(then: 'more' | 'exit'): Promise<{ report: { written: number; dropped: number; bufferedBytes: number; maxBufferBytes: number }; code: number | null; records: Record<string, unknown>[] }> {
     const fifo = join(mkdtempSync(join(tmpdir(), 'slow-pipe-')), 'stdout.fifo');
     execFileSync('mkfifo', [fifo]);
     const readFd = openSync(fifo, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     const writeFd = openSync(fifo, fsConstants.O_WRONLY);
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/slow-pipe-process.ts'], { cwd: root, stdio: ['ignore', writeFd, 'inherit', 'ipc'] });
     closeSync(writeFd);
-    const report = await new Promise<{ written: number; dropped: number; bufferedChars: number; maxBufferChars: number }>((resolve, reject) => {
-      child.once('message', (message) => resolve(message as { written: number; dropped: number; bufferedChars: number; maxBufferChars: number }));
+    const report = await new Promise<{ written: number; dropped: number; bufferedBytes: number; maxBufferBytes: number }>((resolve, reject) => {
+      child.once('message', (message) => resolve(message as { written: number; dropped: number; bufferedBytes: number; maxBufferBytes: number }));
       child.once('error', reject);
       child.once('exit', (code) => reject(new Error(`child exited (${String(code)}) before reporting`)));
     });
@@ -179,7 +179,7 @@ describe('createLogger on stdout as a slow pipe (LogWriter)', () => {
       assert.equal(report.written, FIRST_LINES, 'the loop ended although nobody read: no write blocked');
       assert.ok(report.dropped > 0, 'the buffer filled: some lines were dropped');
       assert.ok(report.dropped < FIRST_LINES, 'the lines that fit were kept');
-      assert.ok(report.bufferedChars > 0 && report.bufferedChars <= report.maxBufferChars, `held ${report.bufferedChars} chars, bound ${report.maxBufferChars}`);
+      assert.ok(report.bufferedBytes > 0 && report.bufferedBytes <= report.maxBufferBytes, `held ${report.bufferedBytes} bytes, bound ${report.maxBufferBytes}`);
       assert.equal(code, 0);
       for (const record of records) if (record['event'] !== 'log-lines-dropped') assert.equal(record['pad'], PAD, `line ${String(record['n'])} intact`);
       const notices = records.filter((r) => r['event'] === 'log-lines-dropped');

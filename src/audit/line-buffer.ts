@@ -1,0 +1,219 @@
+/**
+ * A growable byte buffer that JSON log lines are encoded into directly, as
+ * UTF-8, without building strings: the access line's serializer
+ * (access-line.ts) writes its fields here, and the log's destination
+ * (`LogWriter`, logger.ts) writes batches of lines from it with one write(2).
+ * Strings are escaped exactly as `JSON.stringify` escapes them and encoded
+ * exactly as `Buffer.from(text, 'utf8')` encodes the escaped text; numbers are
+ * written as `JSON.stringify` writes them. Extension, not in RFC 9309.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+/** `\b \t \n \f \r` as JSON.stringify writes them (the letter after the backslash), by code; 0 for `\u00XX`. */
+const SHORT_ESCAPE = new Uint8Array(0x20);
+SHORT_ESCAPE[0x08] = 0x62;
+SHORT_ESCAPE[0x09] = 0x74;
+SHORT_ESCAPE[0x0a] = 0x6e;
+SHORT_ESCAPE[0x0c] = 0x66;
+SHORT_ESCAPE[0x0d] = 0x72;
+/** Lowercase hex digits, as JSON.stringify writes `\u` escapes. */
+const HEX = new Uint8Array([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66]);
+const NULL_BYTES = new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]);
+const TRUE_BYTES = new Uint8Array([0x74, 0x72, 0x75, 0x65]);
+const FALSE_BYTES = new Uint8Array([0x66, 0x61, 0x6c, 0x73, 0x65]);
+
+/** UTF-8 bytes of a text known at startup (keys, punctuation): written with {@link LineBuffer.bytes}. */
+export function utf8Bytes(text: string): Uint8Array {
+  return new Uint8Array(Buffer.from(text, 'utf8'));
+}
+
+/**
+ * The bytes of lines being built and waiting, `buf[0, length)`. Writers append
+ * with the methods below, which grow the buffer as needed (doubling); nothing is
+ * allocated per call otherwise. Not thread-safe; one per destination.
+ */
+export class LineBuffer {
+  /** The storage; replaced when it grows, so read it after writing. */
+  buf: Buffer;
+  /** Bytes used, from 0. */
+  length = 0;
+
+  /** @param capacity initial size in bytes. */
+  constructor(capacity: number) {
+    this.buf = Buffer.allocUnsafe(capacity);
+  }
+
+  /** Makes room for `bytes` more bytes after {@link length}. */
+  ensure(bytes: number): void {
+    const needed = this.length + bytes;
+    if (needed <= this.buf.length) return;
+    let capacity = this.buf.length * 2;
+    while (capacity < needed) capacity *= 2;
+    const next = Buffer.allocUnsafe(capacity);
+    this.buf.copy(next, 0, 0, this.length);
+    this.buf = next;
+  }
+
+  /** Drops the content and, when it grew past `capacity` bytes, goes back to that size. */
+  reset(capacity: number): void {
+    this.length = 0;
+    if (this.buf.length > capacity) this.buf = Buffer.allocUnsafe(capacity);
+  }
+
+  /** Appends bytes as they are. */
+  bytes(bytes: Uint8Array): void {
+    const n = bytes.length;
+    this.ensure(n);
+    const buf = this.buf;
+    let p = this.length;
+    for (let i = 0; i < n; i++) buf[p++] = bytes[i] as number;
+    this.length = p;
+  }
+
+  /** Appends one byte (ASCII punctuation). */
+  byte(value: number): void {
+    this.ensure(1);
+    this.buf[this.length++] = value;
+  }
+
+  /** Appends a text's UTF-8 bytes, unescaped (a line pino made, bindings already JSON). */
+  utf8(text: string): void {
+    this.ensure(text.length * 3);
+    this.length += this.buf.write(text, this.length, 'utf8');
+  }
+
+  /** Appends `true` or `false` (`String(value)` for any other value, as a template literal writes it). */
+  boolean(value: boolean): void {
+    if (value === true) this.bytes(TRUE_BYTES);
+    else if (value === false) this.bytes(FALSE_BYTES);
+    else this.utf8(`${value as unknown as string}`);
+  }
+
+  /** Appends `null`. */
+  null(): void {
+    this.bytes(NULL_BYTES);
+  }
+
+  /** Appends a number as JSON.stringify writes it: `null` for NaN and ±Infinity, `0` for -0. */
+  number(value: number): void {
+    if (value >= 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value) {
+      this.#digits(value);
+      return;
+    }
+    if (!Number.isFinite(value)) this.null();
+    else this.utf8(`${value}`);
+  }
+
+  /** Appends a number or `null`. */
+  numberOrNull(value: number | null): void {
+    if (value === null) this.null();
+    else this.number(value);
+  }
+
+  /** A non-negative safe integer's decimal digits. */
+  #digits(value: number): void {
+    this.ensure(16);
+    const buf = this.buf;
+    if (value < 10) {
+      buf[this.length++] = 0x30 + value;
+      return;
+    }
+    let count = 1;
+    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) count++;
+    const start = this.length;
+    let rest = value;
+    for (let p = start + count - 1; p >= start; p--) {
+      buf[p] = 0x30 + (rest % 10);
+      rest = Math.floor(rest / 10);
+    }
+    this.length = start + count;
+  }
+
+  /**
+   * Appends `JSON.stringify(text.slice(0, end))` as UTF-8, where `end` is the
+   * whole text, or `maxChars` UTF-16 units cut back by one when that would split
+   * a surrogate pair (see access-log.ts `cap`). Lone surrogates are written as
+   * `\udXXX` escapes, as JSON.stringify writes them.
+   * @returns true when the text was cut.
+   */
+  string(text: string, maxChars = Infinity): boolean {
+    let end = text.length;
+    let isCut = false;
+    if (end > maxChars) {
+      isCut = true;
+      const last = text.charCodeAt(maxChars - 1);
+      end = last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars;
+    }
+    this.ensure(end * 6 + 2);
+    const buf = this.buf;
+    let p = this.length;
+    buf[p++] = QUOTE;
+    for (let i = 0; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (c < 0x80) {
+        if (c >= 0x20 && c !== QUOTE && c !== BACKSLASH) {
+          buf[p++] = c;
+        } else {
+          buf[p++] = BACKSLASH;
+          if (c >= 0x20) buf[p++] = c;
+          else if (SHORT_ESCAPE[c] !== 0) buf[p++] = SHORT_ESCAPE[c] as number;
+          else p = unicodeEscape(buf, p, c);
+        }
+      } else if (c < 0x800) {
+        buf[p++] = 0xc0 | (c >> 6);
+        buf[p++] = 0x80 | (c & 0x3f);
+      } else if (c < 0xd800 || c > 0xdfff) {
+        buf[p++] = 0xe0 | (c >> 12);
+        buf[p++] = 0x80 | ((c >> 6) & 0x3f);
+        buf[p++] = 0x80 | (c & 0x3f);
+      } else {
+        const next = i + 1 < end ? text.charCodeAt(i + 1) : 0;
+        if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+          const point = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
+          buf[p++] = 0xf0 | (point >> 18);
+          buf[p++] = 0x80 | ((point >> 12) & 0x3f);
+          buf[p++] = 0x80 | ((point >> 6) & 0x3f);
+          buf[p++] = 0x80 | (point & 0x3f);
+          i++;
+        } else {
+          buf[p++] = BACKSLASH;
+          p = unicodeEscape(buf, p, c);
+        }
+      }
+    }
+    buf[p++] = QUOTE;
+    this.length = p;
+    return isCut;
+  }
+
+  /** Appends a string (see {@link string}) or `null`. @returns true when the text was cut. */
+  stringOrNull(text: string | null, maxChars = Infinity): boolean {
+    if (text === null) {
+      this.null();
+      return false;
+    }
+    return this.string(text, maxChars);
+  }
+
+  /** Appends `[` strings `]` as JSON. */
+  strings(values: readonly string[]): void {
+    this.byte(0x5b);
+    for (let i = 0; i < values.length; i++) {
+      if (i > 0) this.byte(0x2c);
+      this.string(values[i] as string);
+    }
+    this.byte(0x5d);
+  }
+}
+
+/** Writes `uXXXX` (after a backslash already written) for a code unit, lowercase hex. @returns the position after it. */
+function unicodeEscape(buf: Buffer, at: number, c: number): number {
+  let p = at;
+  buf[p++] = 0x75;
+  buf[p++] = HEX[(c >> 12) & 0xf] as number;
+  buf[p++] = HEX[(c >> 8) & 0xf] as number;
+  buf[p++] = HEX[(c >> 4) & 0xf] as number;
+  buf[p++] = HEX[c & 0xf] as number;
+  return p;
+}
