@@ -4,18 +4,20 @@
  * file, for entries shaped like the proxy bench's (`50o-ka`: an allowed GET,
  * forwarded, 1.1 KB of JSON), and the parts: building the record, serialising
  * it, and the whole path with the write(2) calls. GC time (PerformanceObserver
- * `gc` entries) per line alongside.
+ * `gc` entries) and bytes allocated per line alongside (run with
+ * `--min-semi-space-size=64 --max-semi-space-size=64` so that a burst of 2,000 lines fits without a GC).
  *
  * Builds compared in one process, interleaved rounds: this checkout's `dist/`
  * and any `--base DIR` (another checkout, built with `npm run build`), e.g.
  * main's. Prints medians over rounds. Asserts nothing; ~30 s.
  *
- *   npm run build && node --import tsx bench/access-line.bench.ts [--base DIR] [--rounds N] [--lines N]
+ *   npm run build && node --min-semi-space-size=64 --max-semi-space-size=64 --import tsx bench/access-line.bench.ts [--base DIR] [--rounds N] [--lines N]
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
+import v8 from 'node:v8';
 import { pathToFileURL } from 'node:url';
 import type * as AccessLine from '../src/audit/access-line.js';
 import type * as AccessLog from '../src/audit/access-log.js';
@@ -104,6 +106,19 @@ new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) gcMs += entry.duration;
 }).observe({ entryTypes: ['gc'] });
 
+/** Heap bytes allocated per line of `work`: the growth of the used heap over 2,000 lines, in a burst without a GC (the lowest of 5 tries). */
+function allocatedPerLine(entries: AccessEntry[], work: (entry: AccessEntry) => void): number {
+  const newSpace = (): number => v8.getHeapStatistics().used_heap_size;
+  let best = Infinity;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const before = newSpace();
+    for (let i = 0; i < 2000; i++) work(entries[i % entries.length] as AccessEntry);
+    const grown = newSpace() - before;
+    if (grown >= 0) best = Math.min(best, grown / 2000);
+  }
+  return best;
+}
+
 /** CPU µs and GC µs per line of `work(entry)` over {@link LINES} lines. */
 async function measure(entries: AccessEntry[], work: (entry: AccessEntry) => void): Promise<[number, number]> {
   await new Promise((resolve) => setImmediate(resolve));
@@ -139,16 +154,18 @@ for (let round = 0; round < ROUNDS; round++) {
       const [cpu, gc] = await measure(entries, work);
       push(`${build.label}|${part}|cpu`, cpu);
       push(`${build.label}|${part}|gc`, gc);
+      push(`${build.label}|${part}|alloc`, allocatedPerLine(entries, work));
     }
     build.logger.flushLogSync(logger);
-    push(`${build.label}|bytes`, statSync(file).size / LINES);
+    push(`${build.label}|bytes`, statSync(file).size / (LINES + 10_000));
   }
 }
 
 console.log(`access-line bench: node ${process.version}, ${LINES} lines per round, ${ROUNDS} rounds, load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
-console.log('CPU µs per line (GC µs per line), medians; record: toAccessLogRecord alone (main builds it on the way); writeAccessLog: the whole path to a file');
+console.log('CPU µs per line (GC µs per line, heap bytes allocated per line), medians; record: toAccessLogRecord alone (main builds it on the way); writeAccessLog: the whole path to a file');
 for (const build of builds) {
-  const cell = (part: Part): string => `${median(results.get(`${build.label}|${part}|cpu`) ?? []).toFixed(2)} (${median(results.get(`${build.label}|${part}|gc`) ?? []).toFixed(2)})`;
+  const cell = (part: Part): string =>
+    `${median(results.get(`${build.label}|${part}|cpu`) ?? []).toFixed(2)} (GC ${median(results.get(`${build.label}|${part}|gc`) ?? []).toFixed(2)}, ${median(results.get(`${build.label}|${part}|alloc`) ?? []).toFixed(0)} B allocated)`;
   console.log(`  ${build.label.padEnd(40)} record ${cell('record')}  writeAccessLog ${cell('writeAccessLog')}  ${median(results.get(`${build.label}|bytes`) ?? []).toFixed(0)} B/line`);
 }
 rmSync(dir, { recursive: true, force: true });
