@@ -22,6 +22,7 @@ import { pathToFileURL } from 'node:url';
 import type * as AccessLine from '../src/audit/access-line.js';
 import type * as AccessLog from '../src/audit/access-log.js';
 import type * as LoggerModule from '../src/audit/logger.js';
+import type * as LineBufferModule from '../src/audit/line-buffer.js';
 import type { AccessEntry } from '../src/audit/access-entry.js';
 import { median } from './support.js';
 
@@ -34,7 +35,7 @@ const LINES = Number(argOf('lines') ?? 50_000);
 
 interface Build {
   label: string;
-  line: typeof AccessLine;
+  line: Partial<typeof AccessLine> & Pick<typeof AccessLine, 'writeAccessLog'>;
   log: typeof AccessLog;
   logger: typeof LoggerModule;
 }
@@ -135,8 +136,9 @@ const builds = [await loadBuild('this checkout', process.cwd())];
 const base = argOf('base');
 if (base !== undefined) builds.push(await loadBuild(`base ${base}`, path.resolve(base)));
 const entries = makeEntries();
+const scratch = builds[0] === undefined ? undefined : new (await import(pathToFileURL(path.join(process.cwd(), 'dist/audit/line-buffer.js')).href) as typeof LineBufferModule).LineBuffer(64 * 1024);
 
-type Part = 'record' | 'writeAccessLog';
+type Part = 'record' | 'encode' | 'writeAccessLog';
 const results = new Map<string, number[]>();
 const push = (key: string, value: number): void => void (results.get(key) ?? results.set(key, []).get(key))?.push(value);
 
@@ -148,6 +150,12 @@ for (let round = 0; round < ROUNDS; round++) {
     const logger = build.logger.createLogger({ level: 'info', file });
     const parts: [Part, (entry: AccessEntry) => void][] = [
       ['record', (entry) => void (sink[0] = build.log.toAccessLogRecord(entry))],
+      // This checkout only: the line encoded into a buffer, no write (main has no encoder: its figure is n/a).
+      ['encode', (entry) => {
+        if (build.line.encodeAccessLine === undefined || scratch === undefined) return;
+        scratch.length = 0;
+        build.line.encodeAccessLine(scratch, entry, ',"pid":1,"hostname":"vm"', Date.now());
+      }],
       ['writeAccessLog', (entry) => build.line.writeAccessLog(logger, entry)],
     ];
     for (const [part, work] of parts) {
@@ -162,10 +170,10 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 
 console.log(`access-line bench: node ${process.version}, ${LINES} lines per round, ${ROUNDS} rounds, load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
-console.log('CPU µs per line (GC µs per line, heap bytes allocated per line), medians; record: toAccessLogRecord alone (main builds it on the way); writeAccessLog: the whole path to a file');
+console.log('CPU µs per line (GC µs per line, heap bytes allocated per line), medians; record: toAccessLogRecord alone (main builds it on the way); encode: encodeAccessLine into a buffer (this checkout; main has none); writeAccessLog: the whole path to a file');
 for (const build of builds) {
   const cell = (part: Part): string =>
     `${median(results.get(`${build.label}|${part}|cpu`) ?? []).toFixed(2)} (GC ${median(results.get(`${build.label}|${part}|gc`) ?? []).toFixed(2)}, ${median(results.get(`${build.label}|${part}|alloc`) ?? []).toFixed(0)} B allocated)`;
-  console.log(`  ${build.label.padEnd(40)} record ${cell('record')}  writeAccessLog ${cell('writeAccessLog')}  ${median(results.get(`${build.label}|bytes`) ?? []).toFixed(0)} B/line`);
+  console.log(`  ${build.label.padEnd(40)} record ${cell('record')}  encode ${cell('encode')}  writeAccessLog ${cell('writeAccessLog')}  ${median(results.get(`${build.label}|bytes`) ?? []).toFixed(0)} B/line`);
 }
 rmSync(dir, { recursive: true, force: true });

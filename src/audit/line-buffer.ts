@@ -111,23 +111,24 @@ export class LineBuffer {
     else this.number(value);
   }
 
-  /** A non-negative safe integer's decimal digits. */
+  /** A non-negative safe integer's decimal digits: int32 arithmetic, the high part first above 2^31 (timestamps in ms). */
   #digits(value: number): void {
     this.ensure(16);
-    const buf = this.buf;
-    if (value < 10) {
-      buf[this.length++] = 0x30 + value;
+    if (value < 0x80000000) {
+      this.length = smallDigits(this.buf, this.length, value);
       return;
     }
-    let count = 1;
-    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) count++;
-    const start = this.length;
-    let rest = value;
-    for (let p = start + count - 1; p >= start; p--) {
-      buf[p] = 0x30 + (rest % 10);
-      rest = Math.floor(rest / 10);
+    const high = Math.floor(value / 1e9); // < 2^31 for any safe integer
+    const low = value - high * 1e9;
+    const buf = this.buf;
+    let p = smallDigits(buf, this.length, high) + 9;
+    this.length = p;
+    let rest = low | 0;
+    for (let i = 0; i < 9; i++) {
+      const next = (rest / 10) | 0;
+      buf[--p] = 0x30 + rest - next * 10;
+      rest = next;
     }
-    this.length = start + count;
   }
 
   /**
@@ -205,6 +206,20 @@ export class LineBuffer {
     }
     this.byte(0x5d);
   }
+}
+
+/** Writes the decimal digits of an integer in [0, 2^31) at `at`. @returns the position after them. */
+function smallDigits(buf: Buffer, at: number, value: number): number {
+  let rest = value | 0;
+  const count = rest < 10 ? 1 : rest < 100 ? 2 : rest < 1000 ? 3 : rest < 10000 ? 4 : rest < 100000 ? 5 : rest < 1000000 ? 6 : rest < 10000000 ? 7 : rest < 100000000 ? 8 : rest < 1000000000 ? 9 : 10;
+  let p = at + count;
+  const end = p;
+  do {
+    const next = (rest / 10) | 0;
+    buf[--p] = 0x30 + rest - next * 10;
+    rest = next;
+  } while (rest > 0);
+  return end;
 }
 
 /** Writes `uXXXX` (after a backslash already written) for a code unit, lowercase hex. @returns the position after it. */

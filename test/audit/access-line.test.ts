@@ -38,7 +38,9 @@ const text = fc.oneof(
 const anyNumber = fc.oneof(
   fc.double(),
   fc.integer(),
-  fc.constantFrom(0, -0, NaN, Infinity, -Infinity, 1e21, 1e-7, Number.MAX_SAFE_INTEGER, 0.1 + 0.2, 1_700_000_000_123.456),
+  fc.maxSafeNat(),
+  fc.integer({ min: 0, max: 9_999_999 }).map((low) => 1_700_000_000_000 + low), // ms timestamps, the low nine digits with leading zeros
+  fc.constantFrom(0, -0, NaN, Infinity, -Infinity, 1e21, 1e-7, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, 2 ** 31 - 1, 2 ** 31, 1e9, 5_000_000_007, 0.1 + 0.2, 1_700_000_000_123.456),
 );
 const optional = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(arb, { nil: undefined });
 const nullable = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.option(arb, { nil: null });
