@@ -367,7 +367,8 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
  * keys, same values): `level`, `time`, the logger's bindings (`pid`,
  * `hostname`), the record's fields, `msg`. A logger not made by
  * `createLogger` gets exactly that call. Call it exactly once per request (or
- * CONNECT), at its end. Never throws for a well-formed entry.
+ * CONNECT), at its end. Never throws for a well-formed entry; for a malformed
+ * one (a required fact missing) it throws the TypeError and writes nothing.
  * @param logger the process logger (see `createLogger`).
  * @param entry the finished request.
  */
@@ -376,7 +377,12 @@ export function writeAccessLog(logger: Logger, entry: AccessEntry): void {
   const sink = encodedLineSinkOf(logger);
   if (sink !== undefined) {
     const start = sink.out.length;
-    encodeAccessLine(sink.out, entry, bindingsOf(logger), Date.now());
+    try {
+      encodeAccessLine(sink.out, entry, bindingsOf(logger), Date.now());
+    } catch (err) {
+      sink.out.length = start; // a malformed entry leaves no partial line before the next one
+      throw err;
+    }
     sink.commitLine(start);
     return;
   }

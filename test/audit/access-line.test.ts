@@ -481,3 +481,17 @@ describe('writeAccessLog on a file (the destination serve uses)', () => {
     });
   });
 });
+
+describe('writeAccessLog with a malformed entry', () => {
+  it('throws and leaves no partial line: the next line is whole', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'access-line-')), 'out.log');
+    const logger = createLogger({ level: 'info', file: path });
+    writeAccessLog(logger, makeEntry({ requestId: 'before' }));
+    const broken = makeEntry({ decision: { ...makeDecision(), snapshot: undefined as unknown as null, identity: undefined as unknown as null } });
+    assert.throws(() => writeAccessLog(logger, broken), TypeError);
+    writeAccessLog(logger, makeEntry({ requestId: 'after' }));
+    logger.flush();
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    assert.deepEqual(lines.map((line) => (JSON.parse(line) as { requestId: string }).requestId), ['before', 'after']);
+  });
+});
