@@ -23,9 +23,13 @@
  *   rp-forwarder       robots-proxy's own UpstreamForwarder and forwardableHeaders (the tsc build,
  *                      dist/), nothing else of the pipeline (see rpForwarder below).
  *
- * OPTIONS_JSON (optional): `{"server": {...}, "pool": {...}, "cork": true}`: merged into the
+ * OPTIONS_JSON (optional): `{"server": {...}, "pool": {...}, "cork": true, "cap": 4}`: merged into the
  * `http.createServer` options and the undici `Pool` options; `cork` corks the client socket from
- * the response head to the end of the body (one write for both).
+ * the response head to the end of the body (one write for both); `cap` (rp-forwarder only) lets
+ * at most that many requests per origin be in the upstream at once, the others waiting in a plain
+ * FIFO semaphore (an array per origin, a closure per waiter, released when the origin's part ends,
+ * as robots-proxy frees its pacer slot): what the per-origin cap costs on Node's stack with the
+ * cheapest bookkeeping (`rp-forwarder-cap4` in the bench).
  *
  * Every forwarder drops hop-by-hop fields and those named in Connection (RFC 9110 §7.6.1), sets
  * Host, answers 502 when the origin fails, and aborts the upstream exchange when the client
@@ -45,6 +49,7 @@ const options = JSON.parse(process.argv[3] || '{}');
 const serverOptions = { keepAliveTimeout: 60_000, ...(options.server ?? {}) };
 const poolOptions = { connections: 64, pipelining: 1, ...(options.pool ?? {}) };
 const cork = options.cork === true;
+const cap = Number.isInteger(options.cap) && options.cap > 0 ? options.cap : undefined;
 
 /** Names listed in a Connection value, lower case; undefined when there is none. */
 function listedIn(value) {
@@ -260,19 +265,82 @@ async function rpForwarder() {
   // config/default.yaml: upstream.connectTimeout 10 s, upstream.timeout 30 s, clients.responseWriteTimeout 30 s.
   const forwarder = new UpstreamForwarder({ connectTimeoutMs: 10_000, timeoutMs: 30_000, responseWriteTimeoutMs: 30_000, createConnector: (o) => guard.connector(o) });
   const via = makeViaPseudonym();
-  return (req, res) => {
-    const target = targetOf(req);
-    if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+  const forward = (req, res, target, release) => {
     const headers = forwardableHeaders(req.headers, req.httpVersion, via);
     headers['host'] = target.host;
     void forwarder
       .relay({ origin: target.origin, method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null }, res, {
         onSent: () => undefined,
         onResponseHead: (status, upstreamHeaders) => res.writeHead(status, forwardableHeaders(upstreamHeaders, '1.1', via)),
+        onUpstreamEnd: release,
       })
       .then((outcome) => {
+        release?.();
         if (outcome.error !== undefined && !outcome.clientAborted) badGateway(res);
       });
+  };
+  if (cap === undefined) {
+    return (req, res) => {
+      const target = targetOf(req);
+      if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+      forward(req, res, target, undefined);
+    };
+  }
+  const semaphoreFor = semaphoresOf(cap);
+  return (req, res) => {
+    const target = targetOf(req);
+    if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+    semaphoreFor(target.origin).acquire(res, (release) => forward(req, res, target, release));
+  };
+}
+
+/**
+ * A FIFO counting semaphore per origin (`cap`): at most `cap` holders; the others wait in arrival
+ * order in an array (a head index, compacted when half is spent). A waiter whose client left is
+ * skipped. `release` is the holder's (once: later calls do nothing).
+ */
+function semaphoresOf(cap) {
+  const semaphores = new Map();
+  const create = () => {
+    let inFlight = 0;
+    let waiting = [];
+    let head = 0;
+    const grant = (res, start) => {
+      inFlight += 1;
+      let isReleased = false;
+      start(() => {
+        if (isReleased) return;
+        isReleased = true;
+        inFlight -= 1;
+        next();
+      });
+    };
+    const next = () => {
+      while (inFlight < cap && head < waiting.length) {
+        const [res, start] = waiting[head];
+        waiting[head] = undefined;
+        head += 1;
+        if (head > 1024 && head * 2 > waiting.length) {
+          waiting = waiting.slice(head);
+          head = 0;
+        }
+        if (!res.destroyed) grant(res, start);
+      }
+    };
+    return {
+      acquire(res, start) {
+        if (inFlight < cap && head === waiting.length) return grant(res, start);
+        waiting.push([res, start]);
+      },
+    };
+  };
+  return (origin) => {
+    let semaphore = semaphores.get(origin);
+    if (semaphore === undefined) {
+      semaphore = create();
+      semaphores.set(origin, semaphore);
+    }
+    return semaphore;
   };
 }
 

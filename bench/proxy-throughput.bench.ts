@@ -11,7 +11,8 @@
  *                  the Node floor (bench/floor-roles.mjs, plain node): Node's server answering
  *                  itself; `bare` under plain node; forwarders on node:http's client, on undici
  *                  Pool.dispatch (header objects, raw header arrays); robots-proxy's
- *                  UpstreamForwarder alone. BENCH_FLOOR_EXTRA adds variants with options.
+ *                  UpstreamForwarder alone; rp-forwarder-cap4: the same behind a FIFO semaphore of 4
+ *                  per origin (the cap's structural cost). BENCH_FLOOR_EXTRA adds variants with options.
  *                  Only with BENCH_FLOOR=1, or when BENCH_ONLY names them.
  *   rp             robots-proxy `serve` with config/default.yaml (access log at info, stdout to a file)
  *   rp-warn        the same with log.level warn (no access lines)
@@ -485,6 +486,8 @@ async function main(): Promise<void> {
     { key: 'bare-dispatch', floor: true, label: 'bare undici dispatch forwarder', start: () => startFloorRole(pinTarget, 'bare-dispatch') },
     { key: 'bare-dispatch-raw', floor: true, label: 'bare undici dispatch, raw headers', start: () => startFloorRole(pinTarget, 'bare-dispatch-raw') },
     { key: 'rp-forwarder', floor: true, label: "robots-proxy's forwarder alone (no pipeline)", start: () => startFloorRole(pinTarget, 'rp-forwarder') },
+    // The per-origin cap's structural cost: fewer responses per loop turn with 4 in flight, whoever keeps the queue.
+    { key: 'rp-forwarder-cap4', floor: true, label: 'rp-forwarder, a FIFO semaphore of 4 per origin', start: () => startFloorRole(pinTarget, 'rp-forwarder', { cap: 4 }) },
     ...floorExtraTargets(pinTarget),
     { key: 'rp', label: 'robots-proxy, default config (log info)', start: () => startRobotsProxy(pinTarget, workDir, 'rp', []) },
     {
