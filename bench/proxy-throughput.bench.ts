@@ -435,8 +435,44 @@ interface Sample {
   /** Share of the run the target's main thread spent runnable but not running (other processes had the core). */
   waitShare: number;
   originCores: number;
+  /** BENCH_PERF_STAT: the target's events per request (syscalls, loop turns, context switches), by name. */
+  perf?: Record<string, number>;
 }
 
+/**
+ * BENCH_PERF_STAT=1: `perf stat` counts these events in the target process (all its threads)
+ * during each measured run; printed per request. Loop turns are epoll_pwait calls (libuv's poll);
+ * voluntary context switches are mostly the main thread going to sleep in it.
+ */
+const PERF_EVENTS: Array<[name: string, event: string]> = [
+  ['syscalls', 'raw_syscalls:sys_enter'],
+  ['epoll', 'syscalls:sys_enter_epoll_pwait'],
+  ['writev', 'syscalls:sys_enter_writev'],
+  ['write', 'syscalls:sys_enter_write'],
+  ['read', 'syscalls:sys_enter_read'],
+  ['cs', 'context-switches'],
+];
+
+/** Starts `perf stat` on `pid`; the returned function stops it and resolves with each event's count. */
+function perfStat(pid: number): () => Promise<Record<string, number>> {
+  const child = spawn('perf', ['stat', '-x', ',', '-e', PERF_EVENTS.map(([, e]) => e).join(','), '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return async () => {
+    child.kill('SIGINT');
+    await exited;
+    const counts: Record<string, number> = {};
+    for (const line of err.split('\n')) {
+      const [value, , event] = line.split(',');
+      const named = PERF_EVENTS.find(([, e]) => e === event);
+      if (named && value !== undefined) counts[named[0]] = Number(value);
+    }
+    return counts;
+  };
+}
+
+const perfLine = (perf: Record<string, number>): string => PERF_EVENTS.map(([name]) => `${name} ${fmt(perf[name] ?? NaN, 2)}`).join(', ');
 const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const loadAverage = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 const sizeOf = (path: string | undefined): number => {
@@ -621,11 +657,14 @@ async function main(): Promise<void> {
       const pids = { target: run.pid, origins: originsChild.pid! };
       const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
       const waitBefore = runQueueWaitSecondsOf(run.pid);
+      const stopPerf = process.env['BENCH_PERF_STAT'] === '1' ? perfStat(run.pid) : undefined;
       const t0 = performance.now();
       const r = await load({ proxyPort: run.port, origins: origins.slice(0, shape.origins), close: shape.close, seconds, ...(run.proxyAuthorization ? { proxyAuthorization: run.proxyAuthorization } : {}) });
       const wallS = (performance.now() - t0) / 1000;
       const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid) - cpuBefore[k]!]));
       const waited = runQueueWaitSecondsOf(run.pid) - waitBefore;
+      const perfCounts = await stopPerf?.();
+      const perf = perfCounts ? Object.fromEntries(Object.entries(perfCounts).map(([k, n]) => [k, n / r.requests])) : undefined;
       // robots-proxy's logger flushes its buffer every 100 ms; Squid (buffered_logs off) writes each line at once.
       await sleep(run.logFile === undefined ? 50 : 150);
       const logBytes = sizeOf(run.logFile) - logBefore;
@@ -640,6 +679,7 @@ async function main(): Promise<void> {
         cores: cpu['target']! / wallS,
         waitShare: waited / wallS,
         originCores: cpu['origins']! / wallS,
+        ...(perf ? { perf } : {}),
       };
     };
 
@@ -656,7 +696,7 @@ async function main(): Promise<void> {
           results.get(`${target.key} ${shape.key}`)!.push(s);
           console.log(
             `  round ${round} ${shape.key.padEnd(9)} ${instanceOf(target, replica).padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
-              `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
+              `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores${s.perf ? `; per req ${perfLine(s.perf)}` : ''}${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
           );
         }
       }
@@ -677,6 +717,11 @@ async function main(): Promise<void> {
           `  ${target.label.padEnd(44)} ${fmt(rps).padStart(7)} ${fmt(rps / squidRps, 2).padStart(9)} ${fmt(med(target.key, (s) => s.cpuUs)).padStart(11)} ${fmt(med(target.key, (s) => s.p50), 1).padStart(7)} ${fmt(med(target.key, (s) => s.p99), 1).padStart(7)} ${fmt(med(target.key, (s) => s.logBytesPerReq)).padStart(10)} ${(fmt(med(target.key, (s) => s.waitShare * 100)) + '%').padStart(7)}  ` +
             results.get(`${target.key} ${shape.key}`)!.map((s) => fmt(s.rps)).join(', ') + (bad > 0 ? `  (${bad} not 2xx/3xx or errors)` : ''),
         );
+        const samples = results.get(`${target.key} ${shape.key}`)!;
+        if (samples[0]?.perf) {
+          const medians = Object.fromEntries(PERF_EVENTS.map(([name]) => [name, median(samples.map((x) => x.perf?.[name] ?? NaN))]));
+          console.log(`  ${''.padEnd(44)} per request (perf stat, medians): ${perfLine(medians)}`);
+        }
       }
     }
     if (REPLICAS > 1) printReplicaSpread(shapes, cells, results, instanceOf);
