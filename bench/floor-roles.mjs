@@ -29,7 +29,9 @@
  * at most that many requests per origin be in the upstream at once, the others waiting in a plain
  * FIFO semaphore (an array per origin, a closure per waiter, released when the origin's part ends,
  * as robots-proxy frees its pacer slot): what the per-origin cap costs on Node's stack with the
- * cheapest bookkeeping (`rp-forwarder-cap4` in the bench).
+ * cheapest bookkeeping (`rp-forwarder-cap4` in the bench); `spinUs` (rp-forwarder only) adds that
+ * many µs of busy work per request as it arrives, before the semaphore (a forwarder as slow as
+ * robots-proxy's pipeline, with the same syscalls: does the cap's cost grow with the work per request?).
  *
  * Every forwarder drops hop-by-hop fields and those named in Connection (RFC 9110 §7.6.1), sets
  * Host, answers 502 when the origin fails, and aborts the upstream exchange when the client
@@ -50,6 +52,12 @@ const serverOptions = { keepAliveTimeout: 60_000, ...(options.server ?? {}) };
 const poolOptions = { connections: 64, pipelining: 1, ...(options.pool ?? {}) };
 const cork = options.cork === true;
 const cap = Number.isInteger(options.cap) && options.cap > 0 ? options.cap : undefined;
+const spinUs = typeof options.spinUs === 'number' && options.spinUs > 0 ? options.spinUs : 0;
+/** Busy work of `spinUs` µs (option `spinUs`, rp-forwarder only): a forwarder as slow as a fuller pipeline, same syscalls. */
+function spin() {
+  const until = performance.now() + spinUs / 1000;
+  while (performance.now() < until);
+}
 
 /** Names listed in a Connection value, lower case; undefined when there is none. */
 function listedIn(value) {
@@ -283,6 +291,7 @@ async function rpForwarder() {
     return (req, res) => {
       const target = targetOf(req);
       if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+      if (spinUs > 0) spin();
       forward(req, res, target, undefined);
     };
   }
@@ -290,6 +299,7 @@ async function rpForwarder() {
   return (req, res) => {
     const target = targetOf(req);
     if (target === undefined) return void res.writeHead(400, { 'content-length': '0' }).end();
+    if (spinUs > 0) spin();
     semaphoreFor(target.origin).acquire(res, (release) => forward(req, res, target, release));
   };
 }

@@ -442,7 +442,8 @@ interface Sample {
 /**
  * BENCH_PERF_STAT=1: `perf stat` counts these events in the target process (all its threads)
  * during each measured run; printed per request. Loop turns are epoll_pwait calls (libuv's poll);
- * voluntary context switches are mostly the main thread going to sleep in it.
+ * voluntary context switches are mostly the main thread going to sleep in it; wakes: processes
+ * the target woke (a write to a sleeping origin or load generator wakes it, at the writer's cost).
  */
 const PERF_EVENTS: Array<[name: string, event: string]> = [
   ['syscalls', 'raw_syscalls:sys_enter'],
@@ -451,6 +452,8 @@ const PERF_EVENTS: Array<[name: string, event: string]> = [
   ['write', 'syscalls:sys_enter_write'],
   ['read', 'syscalls:sys_enter_read'],
   ['cs', 'context-switches'],
+  // Wake-ups the target causes (a write to a sleeping origin or client wakes it; the waker pays for it).
+  ['wakes', 'sched:sched_waking'],
 ];
 
 /** Starts `perf stat` on `pid`; the returned function stops it and resolves with each event's count. */
