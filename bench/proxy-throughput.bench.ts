@@ -401,6 +401,15 @@ function floorExtraTargets(pin: string[]): Target[] {
   return Object.entries(extra).map(([key, [variant, options]]) => ({ key, floor: true, label: `${variant} ${JSON.stringify(options)}`, start: () => startFloorRole(pin, variant, options) }));
 }
 
+/**
+ * More robots-proxy targets from BENCH_RP_EXTRA, a JSON object `{"key": [[["path", "to", "key"], value], ...]}`:
+ * `rp` with these config changes, e.g. `{"rp-noledger": [[["ledger", "enabled"], false]]}`; one process each.
+ */
+function rpExtraTargets(pin: string[], workDir: string): Target[] {
+  const extra = JSON.parse(process.env['BENCH_RP_EXTRA'] ?? '{}') as Record<string, Array<[string[], unknown]>>;
+  return Object.entries(extra).map(([key, changes]) => ({ key, label: `rp ${changes.map(([path, value]) => `${path.join('.')}=${JSON.stringify(value)}`).join(' ')}`, start: () => startRobotsProxy(pin, workDir, key, changes) }));
+}
+
 /** Starts a bench child role as its own process, pinned; it answers with its port(s). */
 async function startRole<T>(pin: string[], role: string, ...args: string[]): Promise<[ChildProcess, T]> {
   const child = forkRole({ prefix: pin, nodeFlags: role === 'bare' ? flagsOf('BENCH_BARE_NODE_OPTIONS') : [] }, SCRIPT, role, ...args);
@@ -566,6 +575,7 @@ async function main(): Promise<void> {
             start: () => startRobotsProxy(pinTarget, workDir, 'rp-flags', [], REPO, flagsOf('BENCH_VARIANT_NODE_OPTIONS')),
           },
         ]),
+    ...rpExtraTargets(pinTarget, workDir),
     { key: 'rp-warn', label: 'robots-proxy, log at warn', start: () => startRobotsProxy(pinTarget, workDir, 'rp-warn', [[['log', 'level'], 'warn']]) },
     { key: 'rp-mc64', label: 'robots-proxy, default + maxConcurrency 64', shapes: ['1o-ka', '1o-close'], start: () => startRobotsProxy(pinTarget, workDir, 'rp-mc64', [[['pacing', 'maxConcurrency'], 64]]) },
     {
