@@ -5,7 +5,8 @@
  * their own value, the rest are `other`; no token at all is `none`).
  * Extension, not in RFC 9309.
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { BatchedHistogram, type HistogramSeries } from './batched-histogram.js';
 import type { AccessEntry } from './access-entry.js';
 import { ledgerTokenOf } from './ledger/rollup.js';
 import { OTHER_LABEL, TopLabels } from './top-labels.js';
@@ -47,7 +48,9 @@ export class BotMetrics {
   readonly #mismatches = new Map<string, { identity: string; claimed: string; bound: string; count: number }>();
   /** The series {@link BotMetrics.#add} counted last (still in {@link BotMetrics.#series}), or undefined after a rebalance moved series. */
   #lastSeries: Series | undefined;
-  readonly #queueWait: Histogram<'token'>;
+  readonly #queueWait: BatchedHistogram<'token'>;
+  /** The queue-wait series of the token counted last, reused while a run of its requests lasts; undefined after a rebalance. */
+  #lastWait: HistogramSeries | undefined;
 
   constructor(registers: Registry[], options: BotMetricsOptions) {
     this.#tokens = new TopLabels(options.tokenLabels ?? 20);
@@ -76,7 +79,7 @@ export class BotMetrics {
         for (const m of self.#mismatches.values()) this.inc({ identity: m.identity, claimed: m.claimed, bound: m.bound }, m.count);
       },
     });
-    this.#queueWait = new Histogram({
+    this.#queueWait = new BatchedHistogram<'token'>({
       name: options.names.queueWait,
       help: 'Time a request waited for its start slot, in seconds, by product token (top N by traffic, the rest "other").',
       labelNames: ['token'],
@@ -99,7 +102,14 @@ export class BotMetrics {
       this.#addMismatch(identity, claimed, token, 1);
     }
     const waitMs = entry.timings.queueWaitMs;
-    if (waitMs !== null) this.#queueWait.observe({ token }, Math.max(0, waitMs) / 1000);
+    if (waitMs !== null) {
+      let series = this.#lastWait;
+      if (series === undefined || series.labels['token'] !== token) {
+        series = this.#queueWait.series({ token });
+        this.#lastWait = series;
+      }
+      series.observe(Math.max(0, waitMs) / 1000);
+    }
   }
 
   #add(identity: string, token: string, verdict: string, reason: string, count: number): void {
@@ -148,6 +158,7 @@ export class BotMetrics {
       this.#mismatches.delete(key);
       this.#addMismatch(identity, fold(m.claimed), fold(m.bound), m.count);
     }
+    this.#lastWait = undefined;
     for (const token of tokens) this.#queueWait.remove({ token });
   }
 }

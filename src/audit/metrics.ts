@@ -7,11 +7,12 @@
  * User-Agents are unbounded, so they go to the access log and the ledger,
  * never into a label. Extension, not in RFC 9309.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { DECISION_REASONS, type DecisionReason, type SnapshotInfo, type Verdict } from '../policy/decision.js';
 import type { AccessEntry } from './access-entry.js';
 import { CONNECTION_LIMIT_NAMES, SLOT_HOLD_WAITING_ON, type LimitEvent } from './limit-events.js';
 import { BotMetrics } from './bot-metrics.js';
+import { BatchedHistogram, type HistogramSeries } from './batched-histogram.js';
 import { registerLedgerMetrics, registerOriginPacingMetrics, ROBOTS_FETCH_OUTCOMES, SCRAPE_METRIC_NAME, robotsFetchOutcomeOf, type LedgerMetricsSource, type OriginPacingSource } from './scrape-metrics.js';
 
 /** Prefix of every metric of ours (default process metrics keep prom-client's names). */
@@ -217,8 +218,10 @@ export class ProxyMetrics {
   /** Upstream answers by index in {@link UPSTREAM_STATUS_CLASSES} (upstream_responses_total, read at each scrape). */
   readonly #upstreamCounts = new Float64Array(UPSTREAM_STATUS_CLASSES.length);
   readonly #wouldDeny: Counter<'reason'>;
-  readonly #duration: Histogram<'verdict'>;
-  readonly #queueWait: Histogram<string>;
+  /** `request_duration_seconds` of allowed and denied requests (the label set resolved once). */
+  readonly #durationAllow: HistogramSeries;
+  readonly #durationDeny: HistogramSeries;
+  readonly #queueWait: HistogramSeries;
   readonly #robotsFetches: Counter<'state'>;
   readonly #connectionsRefused: Counter<'limit'>;
   readonly #clientTimeouts: Counter<'kind'>;
@@ -261,20 +264,22 @@ export class ProxyMetrics {
       registers,
     });
     for (const reason of WOULD_DENY_REASONS) this.#wouldDeny.inc({ reason }, 0);
-    this.#duration = new Histogram({
+    // Counted per request into series resolved here (prom-client's observe validated and hashed a label object per call).
+    const duration = new BatchedHistogram<'verdict'>({
       name: METRIC_NAME.requestDuration,
       help: 'Request duration from arrival to last byte sent, in seconds, by verdict.',
       labelNames: ['verdict'],
       buckets: DURATION_BUCKETS_SECONDS,
       registers,
     });
-    for (const verdict of ['allow', 'deny'] as const) this.#duration.zero({ verdict });
-    this.#queueWait = new Histogram({
+    this.#durationAllow = duration.series({ verdict: 'allow' });
+    this.#durationDeny = duration.series({ verdict: 'deny' });
+    this.#queueWait = new BatchedHistogram({
       name: METRIC_NAME.queueWait,
       help: 'Time a request waited for its start slot, in seconds (queued requests only).',
       buckets: QUEUE_WAIT_BUCKETS_SECONDS,
       registers,
-    });
+    }).series({});
     const upstreamCounts = this.#upstreamCounts;
     new Counter({
       name: METRIC_NAME.upstreamResponses,
@@ -369,7 +374,7 @@ export class ProxyMetrics {
     if (counts !== undefined) counts[verdict === 'allow' ? 0 : 1]++;
     else this.#requestCounts.set(reason, verdict === 'allow' ? [1, 0] : [0, 1]);
     if (entry.decision.wouldDeny !== undefined) this.#wouldDeny.inc({ reason: entry.decision.wouldDeny });
-    this.#duration.observe({ verdict }, Math.max(0, entry.timings.durationMs) / 1000);
+    (verdict === 'allow' ? this.#durationAllow : this.#durationDeny).observe(Math.max(0, entry.timings.durationMs) / 1000);
     if (entry.timings.queueWaitMs !== null) this.#queueWait.observe(Math.max(0, entry.timings.queueWaitMs) / 1000);
     const upstreamStatus = entry.response.upstreamStatus;
     const classIndex =
