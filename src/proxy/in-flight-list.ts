@@ -15,8 +15,11 @@
 
 /** A request's record in the list; the link fields belong to the list. */
 export class InFlightRequest {
-  /** Ends the request now with `error` (writes its access line); set once it is registered. */
-  end: ((error: string) => void) | undefined = undefined;
+  /**
+   * Ends the request now with `error` (writes its access line). The pipeline's request record
+   * overrides it (a method, not a closure per request); here it does nothing.
+   */
+  end(_error: string): void {}
   /** @internal */
   prev: InFlightRequest | undefined = undefined;
   /** @internal */

@@ -4,16 +4,16 @@
  * audit (DESIGN.md "Request flow"). One {@link Decision} travels through it and
  * reaches the response, the log line and the metrics unchanged.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { hostOverrideRules } from '../config/index.js';
-import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
+import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type AcquireOutcome, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { applyPolicy, decide, decidePolicyDenial, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
-import { identifyAgent, outgoingUserAgent, type Identity } from '../policy/identity.js';
+import { identifyAgent, outgoingUserAgent, type AgentIdentification, type Identity } from '../policy/identity.js';
 import type { AccessControl, Admission, AdmissionContext, AdmittedClient } from '../access/access-control.js';
 import { compilePolicy, type CompiledPolicy, type PolicyMatch, type PolicyRequest } from '../policy/operator-policy.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
@@ -21,7 +21,7 @@ import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/age
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LimitEvent, SlotHoldWaitingOn } from '../audit/limit-events.js';
 import { forwardableHeaders } from './headers.js';
-import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type UpstreamForwarder } from './forwarder.js';
+import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayHooks, type RelayOutcome, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER, isCertificateError, renderProxyResponse } from './responses.js';
 import { InFlightList, InFlightRequest } from './in-flight-list.js';
@@ -125,6 +125,208 @@ class ByteCounter extends Transform {
 /** The `detail` of a `proxy-shutting-down` decision. */
 const SHUTTING_DOWN_DETAIL = 'the proxy is shutting down: it answers no new requests and sends nothing more upstream';
 
+/** What {@link RequestPipeline.decideFor} answers. */
+export interface DecidedRequest {
+  /** The decision (its `identity` filled in); fresh per request: the caller may add pacing and upstream facts. */
+  decision: Decision;
+  /** The User-Agent's candidate product tokens. */
+  productTokens: string[];
+  /** The facts the policy matched (for {@link RequestPipeline.waitForSlot}). */
+  policyRequest: PolicyRequest;
+  /** Once the policy was matched (the request was not refused before it), the rule, for {@link RequestPipeline.waitForSlot}. */
+  matched?: MatchedPolicy;
+}
+
+/** What a decision carries from one step to the next while the guard or the robots cache is awaited. */
+interface DecideFacts {
+  target: URL;
+  userAgent: string | undefined;
+  productTokens: string[];
+  identified: AgentIdentification;
+  policyRequest: PolicyRequest;
+}
+
+/**
+ * Records the pacer's answer on `decision`: a granted slot's delay and wait; or the refusal the
+ * decision becomes (`queue-full` with the queue's figures, `fleet-unavailable`, or
+ * `proxy-shutting-down` when the drain closed the queue; `aborted` changes nothing).
+ * @param startedAtMs when the request began to wait, ms (the pacer's clock).
+ */
+function recordPacing(decision: Decision, outcome: AcquireOutcome, delayMs: number, startedAtMs: number, clock: Clock): void {
+  if (outcome.granted) {
+    decision.pacing = { delayMs: outcome.slot.delayMs, waitedMs: outcome.slot.waitedMs };
+    return;
+  }
+  const refusal = outcome.refusal;
+  if (refusal.reason === 'queue-full') {
+    decision.verdict = 'deny';
+    decision.reason = 'queue-full';
+    decision.pacing = {
+      delayMs,
+      waitedMs: 0,
+      queueLength: refusal.queueLength,
+      identityQueueLength: refusal.identityQueueLength,
+      limit: refusal.limit,
+      retryAfterSeconds: refusal.retryAfterSeconds,
+    };
+  } else if (refusal.reason === 'fleet-unavailable') {
+    decision.verdict = 'deny';
+    decision.reason = 'fleet-unavailable';
+    decision.pacing = { delayMs, waitedMs: 0, retryAfterSeconds: refusal.retryAfterSeconds };
+  } else if (refusal.reason === 'closed') {
+    // The proxy began to drain while this request waited (or before it got here).
+    decision.verdict = 'deny';
+    decision.reason = 'proxy-shutting-down';
+    decision.detail = SHUTTING_DOWN_DETAIL;
+    decision.pacing = { delayMs, waitedMs: Math.max(0, clock.nowMs() - startedAtMs) };
+  }
+}
+
+/**
+ * One request on its way through {@link RequestPipeline.handle}: its facts for the access entry,
+ * its node in the in-flight list, its abort flag, and the relay's hooks as methods. One record and
+ * two closures per request (the response's `close` listener, the slot-hold callback) instead of a
+ * closure per callback and an object per group of facts (issue 11).
+ */
+class ProxiedExchange extends InFlightRequest implements RelayHooks {
+  readonly startedAtMs: number;
+  readonly requestId: string;
+  readonly origin: string;
+  /** Path plus query, as matched and forwarded. */
+  readonly path: string;
+  readonly client: AccessEntry['client'];
+  readonly request: AccessEntry['request'];
+  /** Aborted when the client leaves; the queue drops the request if it still waits (cheaper than an AbortController). */
+  readonly abort = new CancelSignal();
+  /** Set once decided (or refused at admission). */
+  decision: Decision | undefined = undefined;
+  error: string | null = null;
+  isFinished = false;
+  queueWaitMs: number | null = null;
+  upstreamMs: number | null = null;
+  upstreamStartedAtMs: number | null = null;
+  status = 0;
+  upstreamStatus: number | null = null;
+  bytesSent = 0;
+  bytesReceived = 0;
+  /** The start slot, once granted. */
+  slot: Slot | undefined = undefined;
+  /** When the upstream exchange began, ms. */
+  upstreamStarted = 0;
+  /** The origin's `Retry-After`, for the pacer's pause on 429/503. */
+  retryAfter: string | undefined = undefined;
+  /** The request body's counting stage, when it has a body. */
+  body: ByteCounter | null = null;
+  stopBodyWatch: (() => void) | undefined = undefined;
+  isBodyTimedOut = false;
+  /** `clients.requestBodyTimeout` when the body stalled, ms. */
+  bodyTimeoutMs = 0;
+
+  constructor(
+    readonly p: ProxiedRequest,
+    private readonly deps: Pick<PipelineDeps, 'clock' | 'viaPseudonym' | 'onFinished' | 'onLimit'>,
+    private readonly inFlight: InFlightList,
+    readonly userAgent: string | undefined,
+    readonly productTokens: string[],
+  ) {
+    super();
+    const { req, res, target } = p;
+    this.startedAtMs = deps.clock.nowMs();
+    this.requestId = requestIdOf(req);
+    this.origin = target.origin;
+    this.path = pathAndQueryOf(target);
+    this.client = { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 };
+    this.request = { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via, clientRequestId: clientRequestIdOf(req) };
+    // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
+    res.on('close', this.onClose);
+    inFlight.add(this);
+  }
+
+  readonly onClose = (): void => {
+    if (!this.p.res.writableFinished) this.abort.abort();
+  };
+
+  /** Told by the pacer when the slot was held past `pacing.maxSlotHold`: counted and logged with what the exchange waits for. */
+  readonly onHoldExceeded = (heldMs: number): void => {
+    const { req, res } = this.p;
+    // What the exchange waits for when its slot hold runs out: the client's body, the client's reading, or the origin.
+    const waitingOn: SlotHoldWaitingOn = !req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream';
+    this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: (this.decision as Decision).origin, client: this.client, heldMs, waitingOn });
+  };
+
+  /** While draining nothing is decided (no robots.txt fetch for a request that will not be forwarded); a request cut before its decision is audited the same way. */
+  shuttingDown(): Decision {
+    return decideWithoutRobots('proxy-shutting-down', { origin: this.origin, path: this.path, detail: SHUTTING_DOWN_DETAIL, agentTokens: this.productTokens });
+  }
+
+  /** Ends the request now with `error` (`abandonInFlight`): its access line is written; its own ending later writes nothing more. */
+  override end(error: string): void {
+    this.error = error;
+    this.finish();
+  }
+
+  /** Writes the request's access entry (once): the Decision, the timings and the response as they are now. */
+  finish(): void {
+    if (this.isFinished) return;
+    this.isFinished = true;
+    this.inFlight.delete(this);
+    this.p.res.off('close', this.onClose);
+    const error = this.error;
+    const decided = this.decision ?? this.shuttingDown();
+    // One literal with every field (no entry completed in place, no spread: issue 11).
+    const entry: AccessEntry = {
+      requestId: this.requestId,
+      startedAtMs: this.startedAtMs,
+      client: this.client,
+      request: this.request,
+      productTokens: this.productTokens,
+      identity: decided.identity?.name ?? null,
+      decision: decided,
+      timings: {
+        queueWaitMs: this.queueWaitMs,
+        upstreamMs: this.upstreamMs,
+        upstreamStartedAtMs: this.upstreamStartedAtMs,
+        durationMs: this.deps.clock.nowMs() - this.startedAtMs,
+      },
+      response: {
+        status: this.status,
+        upstreamStatus: this.upstreamStatus,
+        bytesSent: this.bytesSent,
+        bytesReceived: this.bytesReceived,
+        // A connection the proxy closed for a client timeout was not the client's abort.
+        clientAborted: this.abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT,
+      },
+      error,
+    };
+    this.deps.onFinished(entry);
+  }
+
+  /** The relay handed the request to a connection: the upstream start, and the pacer's start moved to it. */
+  onSent(): void {
+    this.upstreamStartedAtMs = this.deps.clock.nowMs();
+    this.slot?.markSent();
+  }
+
+  /** The origin's response head: relayed with the decision header and the request id. */
+  onResponseHead(status: number, upstreamHeaders: IncomingHttpHeaders): void {
+    const decision = this.decision as Decision;
+    const value = upstreamHeaders['retry-after'];
+    this.retryAfter = Array.isArray(value) ? value[0] : value;
+    decision.upstream = { status };
+    const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym);
+    responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
+    responseHeaders[REQUEST_ID_HEADER] = this.requestId;
+    this.p.res.writeHead(status, responseHeaders);
+  }
+
+  /** The origin's part is over (the client may not have every byte yet): frees the slot with the origin's answer. Idempotent for the pacer. */
+  onUpstreamEnd(): void {
+    if (this.upstreamMs === null) this.upstreamMs = this.deps.clock.nowMs() - this.upstreamStarted;
+    const status = this.decision?.upstream?.status;
+    this.slot?.release(status === undefined ? {} : { status, retryAfter: this.retryAfter ?? null });
+  }
+}
+
 /** The shared request pipeline (identify, decide, pace, forward, audit). One per proxy. */
 export class RequestPipeline {
   /** Candidate tokens per User-Agent header: bots send the same few headers over and over. */
@@ -136,6 +338,9 @@ export class RequestPipeline {
   private isDraining = false;
   /** Requests between arrival and their access line; each entry ends one of them early with an error code. */
   private readonly inFlight = new InFlightList();
+  /** The User-Agent header of the latest request and its candidate tokens (see {@link RequestPipeline.tokensOf}). */
+  #lastUserAgent: string | undefined = undefined;
+  #lastTokens: string[] | undefined = undefined;
 
   constructor(private readonly deps: PipelineDeps) {
     this.config = deps.config;
@@ -176,7 +381,7 @@ export class RequestPipeline {
     const pending = this.inFlight.toArray();
     for (const request of pending) {
       try {
-        request.end?.(error);
+        request.end(error);
       } catch {
         // One broken entry must not keep the others from their access line.
       }
@@ -185,6 +390,8 @@ export class RequestPipeline {
   }
 
   private tokensOf(userAgent: string | undefined): string[] {
+    // Bots send the same header request after request: the last one answers without the LRU's bookkeeping.
+    if (userAgent === this.#lastUserAgent && this.#lastTokens !== undefined) return this.#lastTokens;
     // Extraction reads only the first USER_AGENT_SCAN_LIMIT_CHARS characters (and whether there are
     // more), so that prefix is the key: headers that differ later share one entry, and a cache entry
     // costs at most the limit however long the header.
@@ -195,6 +402,8 @@ export class RequestPipeline {
       tokens = extractProductTokens(key);
       this.tokensByUserAgent.set(key, tokens);
     }
+    this.#lastUserAgent = userAgent;
+    this.#lastTokens = tokens;
     return tokens;
   }
 
@@ -215,41 +424,65 @@ export class RequestPipeline {
    * nothing reaches the origin; otherwise robots.txt decides, with the rule and `enforcement` on
    * top ({@link applyPolicy}). The identity check and the private-network guard refuse in every
    * enforcement mode: they protect the proxy. Used by the pipeline, by tunnel-mode CONNECT, by
-   * Upgrades and by the admin `explain` endpoint. Never rejects.
+   * Upgrades and by the admin `explain` endpoint. Never rejects; answers at once (no promise)
+   * when the guard and the robots cache can (an IP literal or a cached name, a fresh snapshot),
+   * so `await` it.
    * @param identity who the client is (admission, `src/access/`), or null for none.
    * @param method the request's method (`CONNECT` for a tunnel-mode CONNECT), for `method:` rules.
    * @returns the decision (its `identity` filled in), the User-Agent's candidate product tokens,
    *   the facts the policy matched and, once matched, the rule (both for {@link RequestPipeline.waitForSlot}).
    */
-  async decideFor(
+  decideFor(target: URL, userAgent: string | undefined, identity: Identity | null = null, method = 'GET'): DecidedRequest | Promise<DecidedRequest> {
+    return this.#decide(target, target.origin, pathAndQueryOf(target), userAgent, this.tokensOf(userAgent), identity, method);
+  }
+
+  /** {@link RequestPipeline.decideFor} with the origin, path and tokens the caller already has. */
+  #decide(
     target: URL,
+    origin: string,
+    path: string,
     userAgent: string | undefined,
-    identity: Identity | null = null,
-    method = 'GET',
-  ): Promise<{ decision: Decision; productTokens: string[]; policyRequest: PolicyRequest; matched?: MatchedPolicy }> {
-    const productTokens = this.tokensOf(userAgent);
+    productTokens: string[],
+    identity: Identity | null,
+    method: string,
+  ): DecidedRequest | Promise<DecidedRequest> {
     const identified = identifyAgent(identity, productTokens);
-    const origin = target.origin;
-    const path = pathAndQueryOf(target);
     // Rules match the tokens the request is decided for: a bound identity's, whatever its User-Agent claims.
     const policyRequest: PolicyRequest = { identity: identified.identity?.name ?? null, productTokens: identified.productTokens, origin, pathAndQuery: path, method };
     if (identified.isRefused) {
       const detail = `identity ${identified.identity?.name} is bound to ${identified.identity?.boundTokens.join(', ')}; the User-Agent names ${productTokens.length > 0 ? productTokens.join(', ') : 'no product token'} (onMismatch: deny)`;
       return { decision: decideWithoutRobots('identity-mismatch', { origin, path, agentTokens: identified.productTokens, identity: identified.identity, detail }), productTokens, policyRequest };
     }
+    const facts: DecideFacts = { target, userAgent, productTokens, identified, policyRequest };
     // Judged at once for IP literals and cached names; a name to resolve waits for the resolver.
     const port = portOf(target);
-    const guarded = this.deps.guard.checkNow(target.hostname, port) ?? (await this.deps.guard.check(target.hostname, port));
+    const guarded = this.deps.guard.checkNow(target.hostname, port);
+    if (guarded === undefined) return this.deps.guard.check(target.hostname, port).then((checked) => this.#decideGuarded(facts, checked));
+    return this.#decideGuarded(facts, guarded);
+  }
+
+  /** The decision once the target guard has answered: its refusal, an enforced policy `deny`, or robots.txt's. */
+  #decideGuarded(facts: DecideFacts, guarded: TargetCheck): DecidedRequest | Promise<DecidedRequest> {
+    const { target, userAgent, productTokens, identified, policyRequest } = facts;
     if (!guarded.allowed) return { decision: this.#targetRefusal(guarded, target, userAgent, identified.identity), productTokens, policyRequest };
-    const { enforcement } = this.config;
     const policy = this.policy;
     const rule = policy.match(policyRequest);
-    if (rule?.action === 'deny' && enforcement === 'enforce') {
-      const denial = decidePolicyDenial(rule, { origin, path, agentTokens: identified.productTokens, identity: identified.identity });
+    if (rule?.action === 'deny' && this.config.enforcement === 'enforce') {
+      const denial = decidePolicyDenial(rule, { origin: policyRequest.origin, path: policyRequest.pathAndQuery, agentTokens: identified.productTokens, identity: identified.identity });
       return { decision: denial, productTokens, policyRequest };
     }
-    const snapshot = this.deps.robots.getFresh?.(origin) ?? (await this.deps.robots.get(origin));
-    const decision = decide(snapshot, { origin, pathAndQuery: path, productTokens: identified.productTokens, identity: identified.identity });
+    // A fresh cached snapshot is read at once; otherwise the cache fetches (once per origin at a time).
+    const snapshot = this.deps.robots.getFresh?.(policyRequest.origin);
+    const matched: MatchedPolicy = { policy, rule };
+    if (snapshot === undefined) return this.deps.robots.get(policyRequest.origin).then((fetched) => this.#decideByRobots(facts, matched, fetched));
+    return this.#decideByRobots(facts, matched, snapshot);
+  }
+
+  /** robots.txt's decision (RFC 9309 §2.2.2), a refused robots.txt fetch named for what refused it, then the policy rule on top. */
+  #decideByRobots(facts: DecideFacts, matched: MatchedPolicy, snapshot: RobotsSnapshot): DecidedRequest {
+    const { productTokens, identified, policyRequest } = facts;
+    const origin = policyRequest.origin;
+    const decision = decide(snapshot, { origin, pathAndQuery: policyRequest.pathAndQuery, productTokens: identified.productTokens, identity: identified.identity });
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
       decision.reason = 'upstream-error';
       decision.upstream = { error: snapshot.info.error };
@@ -262,7 +495,7 @@ export class RequestPipeline {
           ? `fetching ${origin}/robots.txt led to a listener of this proxy; refused`
           : `fetching ${origin}/robots.txt led to ${NON_PUBLIC_ADDRESS}; refused`;
     }
-    return { decision: applyPolicy(decision, rule, enforcement), productTokens, policyRequest, matched: { policy, rule } };
+    return { decision: applyPolicy(decision, matched.rule, this.config.enforcement), productTokens, policyRequest, matched };
   }
 
   /**
@@ -305,45 +538,32 @@ export class RequestPipeline {
     onHoldExceeded?: (heldMs: number) => void,
     matched?: MatchedPolicy,
   ): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
-    const { delayMs, maxConcurrency } = this.delayFor(decision, policyRequest, matched);
+    const limits = this.delayFor(decision, policyRequest, matched);
     const startedAtMs = this.deps.clock.nowMs();
+    const outcome = await this.#requestSlot(decision, policyRequest, limits, identity, signal, onHoldExceeded);
+    recordPacing(decision, outcome, limits.delayMs, startedAtMs, this.deps.clock);
+    return outcome.granted ? { slot: outcome.slot } : { refusal: outcome.refusal.reason };
+  }
+
+  /** The pacer's `acquire` for a request with `limits` ({@link RequestPipeline.delayFor}). Never rejects. */
+  #requestSlot(
+    decision: Decision,
+    policyRequest: PolicyRequest,
+    limits: RequestLimits & { maxConcurrency: number | undefined },
+    identity: string,
+    signal: AbortSignalLike,
+    onHoldExceeded: ((heldMs: number) => void) | undefined,
+  ): Promise<AcquireOutcome> {
+    const { delayMs, maxConcurrency } = limits;
     // A reload while this request waits re-reads the policy rules and operator minimums through `limits`.
     // The optional fields last: a property after a spread costs a slow runtime call (issue 11).
-    const outcome = await this.deps.pacer.acquire(decision.origin, delayMs, {
+    return this.deps.pacer.acquire(decision.origin, delayMs, {
       identity,
       signal,
       limits: () => this.delayFor(decision, policyRequest),
       ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
       ...(onHoldExceeded ? { onHoldExceeded } : {}),
     });
-    if (outcome.granted) {
-      decision.pacing = { delayMs: outcome.slot.delayMs, waitedMs: outcome.slot.waitedMs };
-      return { slot: outcome.slot };
-    }
-    const refusal = outcome.refusal;
-    if (refusal.reason === 'queue-full') {
-      decision.verdict = 'deny';
-      decision.reason = 'queue-full';
-      decision.pacing = {
-        delayMs,
-        waitedMs: 0,
-        queueLength: refusal.queueLength,
-        identityQueueLength: refusal.identityQueueLength,
-        limit: refusal.limit,
-        retryAfterSeconds: refusal.retryAfterSeconds,
-      };
-    } else if (refusal.reason === 'fleet-unavailable') {
-      decision.verdict = 'deny';
-      decision.reason = 'fleet-unavailable';
-      decision.pacing = { delayMs, waitedMs: 0, retryAfterSeconds: refusal.retryAfterSeconds };
-    } else if (refusal.reason === 'closed') {
-      // The proxy began to drain while this request waited (or before it got here).
-      decision.verdict = 'deny';
-      decision.reason = 'proxy-shutting-down';
-      decision.detail = SHUTTING_DOWN_DETAIL;
-      decision.pacing = { delayMs, waitedMs: Math.max(0, this.deps.clock.nowMs() - startedAtMs) };
-    }
-    return { refusal: refusal.reason };
   }
 
   /**
@@ -365,188 +585,114 @@ export class RequestPipeline {
   }
 
   /**
-   * Handles one proxied request end to end. Rejects only on a bug, for the caller's error
-   * boundary (which audits the request); it is no longer counted in flight then.
+   * Handles one proxied request end to end: admit, decide, pace, forward, audit. The request is
+   * one {@link ProxiedExchange} record; the awaits are the admission's (only when credentials are
+   * verified), the decision's (only when the guard or the robots cache must wait), the pacer's
+   * and the relay's (issue 11). Rejects only on a bug, for the caller's error boundary (which
+   * audits the request); it is no longer counted in flight then.
    */
   async handle(p: ProxiedRequest): Promise<void> {
-    const registration = new InFlightRequest();
+    const { req, res, target } = p;
+    const userAgent = req.headers['user-agent'];
+    const x = new ProxiedExchange(p, this.deps, this.inFlight, userAgent, this.tokensOf(userAgent));
     try {
-      await this.process(p, registration);
+      // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
+      let admitted = this.isDraining ? undefined : this.admit(req, p.tunnel ? { origin: x.origin, tunnel: p.tunnel } : { origin: x.origin });
+      // Admission answers at once unless credentials are verified: no microtask hop then.
+      if (admitted instanceof Promise) admitted = await admitted;
+      const identity = admitted?.isAdmitted ? admitted.identity : null;
+      // #decide returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
+      let decided: DecidedRequest | Promise<DecidedRequest> | undefined;
+      if (admitted === undefined) x.decision = x.shuttingDown();
+      else if (!admitted.isAdmitted) x.decision = admitted.refusal;
+      else decided = this.#decide(target, x.origin, x.path, userAgent, x.productTokens, identity, req.method ?? 'GET');
+      if (decided instanceof Promise) decided = await decided;
+      if (x.isFinished) return; // cut (drain timeout, fatal error) while robots.txt was fetched
+      if (decided !== undefined) x.decision = decided.decision;
+      const decision = x.decision as Decision;
+
+      if (decision.verdict === 'deny' || decision.reason === 'upstream-error' || decided === undefined) {
+        x.status = this.respond(res, req, decision);
+        return x.finish();
+      }
+
+      const limits = this.delayFor(decision, decided.policyRequest, decided.matched);
+      const waitStartedAtMs = this.deps.clock.nowMs();
+      const outcome = await this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
+      recordPacing(decision, outcome, limits.delayMs, waitStartedAtMs, this.deps.clock);
+      if (!outcome.granted) {
+        // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
+        if (outcome.refusal.reason === 'aborted') x.error = 'CLIENT_ABORTED';
+        else x.status = this.respond(res, req, decision);
+        return x.finish();
+      }
+      this.#settleRelay(x, await this.#sendUpstream(x, outcome.slot, identity));
+      x.finish();
     } finally {
-      this.inFlight.delete(registration);
+      this.inFlight.delete(x);
     }
   }
 
-  private async process(p: ProxiedRequest, registration: InFlightRequest): Promise<void> {
-    const { req, res, target } = p;
-    const startedAtMs = this.deps.clock.nowMs();
-    // Aborted when the client leaves; the queue drops the request if it still waits (cheaper than an AbortController).
-    const abort = new CancelSignal();
-    const onClose = (): void => {
-      if (!res.writableFinished) abort.abort();
-    };
-    // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
-    res.on('close', onClose);
-
-    const requestId = requestIdOf(req);
-    const userAgent = req.headers['user-agent'];
-    const productTokens = this.tokensOf(userAgent);
-    // Completed into the AccessEntry in place at the end (no `{ ...entry, more }`: a property after
-    // a spread costs a slow runtime call, issue 11).
-    const entry = {
-      requestId,
-      startedAtMs,
-      client: { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 },
-      request: { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via, clientRequestId: clientRequestIdOf(req) },
-      productTokens,
-    };
-    const timings = { queueWaitMs: null as number | null, upstreamMs: null as number | null, upstreamStartedAtMs: null as number | null };
-    const response = { status: 0, upstreamStatus: null as number | null, bytesSent: 0, bytesReceived: 0, clientAborted: false };
-    let error: string | null = null;
-    // While draining nothing is decided (no robots.txt fetch for a request that will not be
-    // forwarded); a request cut before its decision is audited the same way.
-    const shuttingDown = (): Decision =>
-      decideWithoutRobots('proxy-shutting-down', { origin: target.origin, path: pathAndQueryOf(target), detail: SHUTTING_DOWN_DETAIL, agentTokens: productTokens });
-    let decision: Decision | undefined;
-    let isFinished = false;
-
-    const finish = (): void => {
-      if (isFinished) return;
-      isFinished = true;
-      this.inFlight.delete(registration);
-      res.off('close', onClose);
-      // A connection the proxy closed for a client timeout was not the client's abort.
-      response.clientAborted = abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT;
-      const decided = decision ?? shuttingDown();
-      const finished = entry as typeof entry & Pick<AccessEntry, 'identity' | 'decision' | 'timings' | 'response' | 'error'>;
-      finished.identity = decided.identity?.name ?? null;
-      finished.decision = decided;
-      // A copy: a request ended early (abandonInFlight) goes on filling `timings`.
-      finished.timings = {
-        queueWaitMs: timings.queueWaitMs,
-        upstreamMs: timings.upstreamMs,
-        upstreamStartedAtMs: timings.upstreamStartedAtMs,
-        durationMs: this.deps.clock.nowMs() - startedAtMs,
-      };
-      finished.response = response;
-      finished.error = error;
-      this.deps.onFinished(finished);
-    };
-    const finishWith = (code: string): void => {
-      error = code;
-      finish();
-    };
-    registration.end = finishWith;
-    this.inFlight.add(registration);
-
-    // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
-    let admitted = this.isDraining ? undefined : this.admit(req, { origin: target.origin, ...(p.tunnel ? { tunnel: p.tunnel } : {}) });
-    // Admission answers at once unless credentials are verified: no microtask hop then.
-    if (admitted instanceof Promise) admitted = await admitted;
-    const identity = admitted?.isAdmitted ? admitted.identity : null;
-    // decideFor returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
-    const decided =
-      admitted === undefined
-        ? { decision: shuttingDown(), policyRequest: undefined }
-        : admitted.isAdmitted
-          ? await this.decideFor(target, userAgent, identity, req.method ?? 'GET')
-          : { decision: admitted.refusal, policyRequest: undefined };
-    if (isFinished) return; // cut (drain timeout, fatal error) while robots.txt was fetched
-    decision = decided.decision;
-
-    if (decision.verdict === 'deny' || decision.reason === 'upstream-error' || decided.policyRequest === undefined) {
-      response.status = this.respond(res, req, decision);
-      return finish();
-    }
-
-    // What the exchange waits for when its slot hold runs out: the client's body, the client's reading, or the origin.
-    const waitingOn = (): SlotHoldWaitingOn => (!req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream');
-    const onHoldExceeded = (heldMs: number): void =>
-      this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: decision.origin, client: entry.client, heldMs, waitingOn: waitingOn() });
-    const waited = await this.waitForSlot(decision, decided.policyRequest, identityOf(req, decision), abort, onHoldExceeded, decided.matched);
-    if ('refusal' in waited) {
-      // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
-      if (waited.refusal === 'aborted') error = 'CLIENT_ABORTED';
-      else response.status = this.respond(res, req, decision);
-      return finish();
-    }
-
-    const slot = waited.slot;
-    timings.queueWaitMs = slot.waitedMs;
-    const upstreamStarted = this.deps.clock.nowMs();
+  /** Sends an allowed request upstream on its slot, relaying the answer into the response (the exchange is the relay's hooks). Never rejects. */
+  #sendUpstream(x: ProxiedExchange, slot: Slot, identity: Identity | null): Promise<RelayOutcome> {
+    const { req, res } = x.p;
+    x.slot = slot;
+    x.queueWaitMs = slot.waitedMs;
+    x.upstreamStarted = this.deps.clock.nowMs();
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     // Crawlers rarely send bodies; only then is a counting stage put in the way.
     const body = hasBody ? req.pipe(new ByteCounter()) : null;
-    let isBodyTimedOut = false;
-    const { requestBodyTimeoutMs } = this.config.clients;
-    const stopBodyWatch = body
-      ? watchRequestBody(req, requestBodyTimeoutMs, () => {
-          // The upstream exchange cannot complete without the body: abandon it (undici aborts on the body's error).
-          isBodyTimedOut = true;
-          req.unpipe(body);
-          body.destroy(Object.assign(new Error(`no request body bytes for ${requestBodyTimeoutMs} ms`), { code: CLIENT_BODY_TIMEOUT }));
-        })
-      : undefined;
+    if (body !== null) {
+      x.body = body;
+      const { requestBodyTimeoutMs } = this.config.clients;
+      x.stopBodyWatch = watchRequestBody(req, requestBodyTimeoutMs, () => {
+        // The upstream exchange cannot complete without the body: abandon it (undici aborts on the body's error).
+        x.isBodyTimedOut = true;
+        x.bodyTimeoutMs = requestBodyTimeoutMs;
+        req.unpipe(body);
+        body.destroy(Object.assign(new Error(`no request body bytes for ${requestBodyTimeoutMs} ms`), { code: CLIENT_BODY_TIMEOUT }));
+      });
+    }
     const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
     delete headers['expect'];
-    headers['host'] = target.host;
-    const sentUserAgent = outgoingUserAgent(identity, userAgent, productTokens);
+    headers['host'] = x.p.target.host;
+    const sentUserAgent = outgoingUserAgent(identity, x.userAgent, x.productTokens);
     if (sentUserAgent === undefined) delete headers['user-agent'];
     else headers['user-agent'] = sentUserAgent;
-    let retryAfter: string | undefined;
-    // The origin's part ends before the client has every byte: free the slot then, with the origin's answer.
-    const releaseSlot = (): void => {
-      if (timings.upstreamMs === null) timings.upstreamMs = this.deps.clock.nowMs() - upstreamStarted;
-      slot.release(decision.upstream?.status === undefined ? {} : { status: decision.upstream.status, retryAfter: retryAfter ?? null });
-    };
-    const relayed = await this.deps.forwarder.relay(
-      { origin: decision.origin, method: req.method ?? 'GET', path: pathAndQueryOf(target), headers, body },
-      res,
-      {
-        onSent: () => {
-          timings.upstreamStartedAtMs = this.deps.clock.nowMs();
-          slot.markSent();
-        },
-        onResponseHead: (status, upstreamHeaders) => {
-          const value = upstreamHeaders['retry-after'];
-          retryAfter = Array.isArray(value) ? value[0] : value;
-          decision.upstream = { status };
-          const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym);
-          responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
-          responseHeaders[REQUEST_ID_HEADER] = requestId;
-          res.writeHead(status, responseHeaders);
-        },
-        onUpstreamEnd: releaseSlot,
-      },
-    );
-    stopBodyWatch?.();
-    releaseSlot();
-    response.upstreamStatus = relayed.status ?? null;
-    response.status = relayed.status ?? 0;
-    response.bytesSent = relayed.bytesSent;
-    response.bytesReceived = body?.bytes ?? 0;
-    if (isBodyTimedOut || relayed.error === CLIENT_WRITE_TIMEOUT) {
+    return this.deps.forwarder.relay({ origin: (x.decision as Decision).origin, method: req.method ?? 'GET', path: x.path, headers, body }, res, x);
+  }
+
+  /** Records how the relay ended on `x` and its Decision: the upstream's answer, a client timeout (408 or a close), or an upstream failure (502/504, or a close). */
+  #settleRelay(x: ProxiedExchange, relayed: RelayOutcome): void {
+    const { req, res } = x.p;
+    const decision = x.decision as Decision;
+    x.stopBodyWatch?.();
+    x.onUpstreamEnd();
+    x.upstreamStatus = relayed.status ?? null;
+    x.status = relayed.status ?? 0;
+    x.bytesSent = relayed.bytesSent;
+    x.bytesReceived = x.body?.bytes ?? 0;
+    if (x.isBodyTimedOut || relayed.error === CLIENT_WRITE_TIMEOUT) {
       // The client was too slow: the request stays allowed; the outcome is the client's timeout.
-      error = isBodyTimedOut ? CLIENT_BODY_TIMEOUT : CLIENT_WRITE_TIMEOUT;
+      x.error = x.isBodyTimedOut ? CLIENT_BODY_TIMEOUT : CLIENT_WRITE_TIMEOUT;
       decision.reason = 'client-timeout';
-      decision.detail = isBodyTimedOut
-        ? `the request body stalled: no bytes for ${requestBodyTimeoutMs} ms (clients.requestBodyTimeout)`
+      decision.detail = x.isBodyTimedOut
+        ? `the request body stalled: no bytes for ${x.bodyTimeoutMs} ms (clients.requestBodyTimeout)`
         : `the client left the response unread for ${this.config.clients.responseWriteTimeoutMs} ms (clients.responseWriteTimeout)`;
       // 408 with Connection: close while nothing was sent (the unread body makes the connection unusable); else a close.
-      if (!res.headersSent && !res.destroyed) response.status = this.respond(res, req, decision, { close: true });
+      if (!res.headersSent && !res.destroyed) x.status = this.respond(res, req, decision, { close: true });
       else res.destroy();
     } else if (relayed.error !== undefined) {
-      error = relayed.error;
+      x.error = relayed.error;
       if (!relayed.clientAborted) {
         const reason = isGuardRefusal(relayed.error) ? 'target-private-network' : 'upstream-error';
         decision.upstream = { ...(relayed.status !== undefined ? { status: relayed.status } : {}), error: relayed.error, timedOut: isTimeoutCode(relayed.error) };
         if (reason === 'target-private-network') decision.verdict = 'deny';
         decision.reason = reason;
-        if (!res.headersSent) response.status = this.respond(res, req, decision);
+        if (!res.headersSent) x.status = this.respond(res, req, decision);
         else res.destroy();
       }
     }
-    finish();
   }
 
   /** Writes the proxy's own response for `decision` (`close`: with `Connection: close`); returns its status. */

@@ -124,14 +124,15 @@ export class ProxyServer {
     return targetsOwnListener(target.hostname, port, this.ownAddresses);
   }
 
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Not `async`: the pipeline's promise goes to the error boundary as it is (one promise and one microtask fewer per request, issue 11). */
+  private onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
     const target = parseProxyTarget(req.url);
     if (typeof target === 'string') return refuseRequest(this.deps, req, res, decideWithoutRobots('bad-request', { detail: target }), 'http');
     if (this.isLoop(req, target)) {
       const decision = decideWithoutRobots('bad-request', { origin: target.origin, detail: 'the target is this proxy itself (forwarding loop)' });
       return refuseRequest(this.deps, req, res, decision, 'http');
     }
-    await this.deps.pipeline.handle({ req, res, target, via: 'http' });
+    return this.deps.pipeline.handle({ req, res, target, via: 'http' });
   }
 
   private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
