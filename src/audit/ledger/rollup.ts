@@ -252,6 +252,12 @@ export class RollupAggregator {
   #pendingCells = 0;
   #foldedRequests = 0;
   #droppedRefusals = 0;
+  /**
+   * The pending cell each origin's latest request was counted in (never a folded one). A crawl
+   * sends run after run of one bot, verdict and reason to an origin: the next such request finds
+   * its cell here without building its key (issue 11). Emptied with the cells it points to.
+   */
+  readonly #lastCellByOrigin = new Map<string, RollupCell>();
 
   constructor(options: RollupAggregatorOptions) {
     this.#options = options;
@@ -263,8 +269,33 @@ export class RollupAggregator {
     const minute = Math.floor(entry.startedAtMs / MINUTE_MS);
     const identity = entry.identity == null ? '' : capped(entry.identity, LEDGER_LIMITS.identityChars);
     const token = ledgerTokenOf(entry);
-    let origin = d.origin.length <= LEDGER_LIMITS.originChars ? d.origin : d.origin.slice(0, LEDGER_LIMITS.originChars);
-    let key = `${identity}\n${token}\n${origin}\n${d.verdict}\n${d.reason}`;
+    const origin = d.origin.length <= LEDGER_LIMITS.originChars ? d.origin : d.origin.slice(0, LEDGER_LIMITS.originChars);
+    const last = this.#lastCellByOrigin.get(origin);
+    const cell =
+      last !== undefined && last.minute === minute && last.reason === d.reason && last.token === token && last.identity === identity && last.verdict === d.verdict
+        ? last
+        : this.#cellFor(minute, identity, token, origin, d.verdict, d.reason);
+    addToCell(cell, entry);
+    // A shadowed refusal (report mode) is kept too: it is what a report-mode roll-out is for.
+    if (d.verdict === 'deny' || d.wouldDeny !== undefined) {
+      if (this.#refusals.length < this.#options.maxPendingRefusals) this.#refusals.push(refusalOf(entry, identity, token));
+      else this.#droppedRefusals++;
+    }
+    const userAgent = entry.request.userAgent;
+    if (token !== '' && userAgent !== null) {
+      const sample = this.#bots.get(token);
+      if (sample === undefined) this.#bots.set(token, { token, userAgent: capped(userAgent, LEDGER_LIMITS.userAgentChars), seenAtMs: Math.floor(entry.startedAtMs) });
+      else if (entry.startedAtMs > sample.seenAtMs) sample.seenAtMs = Math.floor(entry.startedAtMs);
+    }
+  }
+
+  /**
+   * The pending cell of a key, created (and counted against the caps) when new; past
+   * `maxPendingCells` or a minute's `maxKeysPerMinute`, the `(other)` cell the request folds into.
+   */
+  #cellFor(minute: number, identity: string, token: string, keyOrigin: string, verdict: Verdict, reason: DecisionReason): RollupCell {
+    let origin = keyOrigin;
+    let key = `${identity}\n${token}\n${origin}\n${verdict}\n${reason}`;
     let byKey = this.#cells.get(minute);
     if (byKey === undefined) {
       byKey = new Map();
@@ -282,36 +313,27 @@ export class RollupAggregator {
       if (this.#pendingCells >= this.#options.maxPendingCells) {
         this.#foldedRequests++;
         cellIdentity = cellToken = origin = OTHER_ORIGIN;
-        key = `${OTHER_ORIGIN}\n${OTHER_ORIGIN}\n${OTHER_ORIGIN}\n${d.verdict}\n${d.reason}`;
+        key = `${OTHER_ORIGIN}\n${OTHER_ORIGIN}\n${OTHER_ORIGIN}\n${verdict}\n${reason}`;
         cell = byKey.get(key);
       } else if (!seen.has(key)) {
         if (seen.size >= this.#options.maxKeysPerMinute) {
           this.#foldedRequests++;
           origin = OTHER_ORIGIN;
-          key = `${identity}\n${token}\n${origin}\n${d.verdict}\n${d.reason}`;
+          key = `${identity}\n${token}\n${origin}\n${verdict}\n${reason}`;
           cell = byKey.get(key);
         } else {
           seen.add(key);
         }
       }
       if (cell === undefined) {
-        cell = emptyCell(minute, cellIdentity, cellToken, origin, d.verdict, d.reason);
+        cell = emptyCell(minute, cellIdentity, cellToken, origin, verdict, reason);
         byKey.set(key, cell);
         this.#pendingCells++;
       }
     }
-    addToCell(cell, entry);
-    // A shadowed refusal (report mode) is kept too: it is what a report-mode roll-out is for.
-    if (d.verdict === 'deny' || d.wouldDeny !== undefined) {
-      if (this.#refusals.length < this.#options.maxPendingRefusals) this.#refusals.push(refusalOf(entry, identity, token));
-      else this.#droppedRefusals++;
-    }
-    const userAgent = entry.request.userAgent;
-    if (token !== '' && userAgent !== null) {
-      const sample = this.#bots.get(token);
-      if (sample === undefined) this.#bots.set(token, { token, userAgent: capped(userAgent, LEDGER_LIMITS.userAgentChars), seenAtMs: Math.floor(entry.startedAtMs) });
-      else if (entry.startedAtMs > sample.seenAtMs) sample.seenAtMs = Math.floor(entry.startedAtMs);
-    }
+    // A folded request is not remembered: the next one of its key is folded (and counted) again.
+    if (cell.origin === keyOrigin) this.#lastCellByOrigin.set(keyOrigin, cell);
+    return cell;
   }
 
   /** Every pending cell, oldest minute first. */
@@ -340,6 +362,7 @@ export class RollupAggregator {
    */
   clear(nowMs: number): void {
     this.#cells.clear();
+    this.#lastCellByOrigin.clear();
     this.#refusals = [];
     this.#bots.clear();
     this.#pendingCells = 0;

@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import * as fc from 'fast-check';
 import { OTHER_ORIGIN, RollupAggregator, WAIT_BUCKET_BOUNDS_MS, type RollupCell } from '../../../src/audit/ledger/index.js';
 import { makeDecision, makeEntry, T0_MS } from '../factories.js';
 
@@ -111,5 +112,55 @@ describe('RollupAggregator', () => {
     a.add(makeEntry({ decision: { ...makeDecision(), productToken: 'B'.repeat(5000) }, request: { url: `http://127.0.0.1:8081/${'x'.repeat(10_000)}` } }));
     assert.equal(only(a.cells()).token.length, 128);
     assert.equal(a.refusals()[0]!.url.length, 2048);
+  });
+
+  it('counts every request in the cell of its own key, whatever the interleaving of origins, minutes, bots and verdicts, across flushes and caps', () => {
+    const deny = makeDecision({ verdict: 'deny', reason: 'rule-disallow' });
+    const requestArb = fc.record({
+      origin: fc.constantFrom('http://a.test', 'http://b.test', 'http://c.test'),
+      minute: fc.integer({ min: 0, max: 2 }),
+      identity: fc.constantFrom(null, 'crawler-1'),
+      agent: fc.constantFrom('gptbot', 'ccbot'),
+      isDenied: fc.boolean(),
+    });
+    const stepArb = fc.oneof({ weight: 12, arbitrary: requestArb }, { weight: 1, arbitrary: fc.constant('flush' as const) });
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 120 }), fc.constantFrom(2, 4, 1000), (steps, maxKeysPerMinute) => {
+        const a = new RollupAggregator({ maxKeysPerMinute, maxPendingCells: 6, maxPendingRefusals: 1000 });
+        const written = new Map<string, number>();
+        const drain = (): void => {
+          for (const c of a.cells()) {
+            const key = [c.minute, c.identity, c.token, c.origin, c.verdict, c.reason].join('|');
+            written.set(key, (written.get(key) ?? 0) + c.requests);
+          }
+          a.clear(T0_MS);
+        };
+        let requests = 0;
+        for (const step of steps) {
+          if (step === 'flush') {
+            drain();
+            continue;
+          }
+          requests++;
+          const decision = { ...(step.isDenied ? deny : allow), origin: step.origin, productToken: step.agent };
+          a.add({ ...makeEntry({ decision, startedAtMs: T0_MS + step.minute * 60_000 }), identity: step.identity });
+        }
+        drain();
+        const counted = [...written.values()].reduce((sum, n) => sum + n, 0);
+        assert.equal(counted, requests, 'no request lost or counted twice');
+        // With room for every key, each request is in the cell of exactly its own key.
+        if (maxKeysPerMinute === 1000 && a.stats().foldedRequests === 0) {
+          const expected = new Map<string, number>();
+          for (const step of steps) {
+            if (step === 'flush') continue;
+            const verdict = step.isDenied ? 'deny' : 'allow';
+            const key = [Math.floor((T0_MS + step.minute * 60_000) / 60_000), step.identity ?? '', step.agent, step.origin, verdict, step.isDenied ? 'rule-disallow' : 'rule-allow'].join('|');
+            expected.set(key, (expected.get(key) ?? 0) + 1);
+          }
+          assert.deepEqual(new Map([...written].sort()), new Map([...expected].sort()));
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
