@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { hostOverrideRules } from '../config/index.js';
-import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type AcquireOutcome, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
+import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type AcquireOptions, type AcquireOutcome, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { applyPolicy, decide, decidePolicyDenial, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
 import { identifyAgent, outgoingUserAgent, type AgentIdentification, type Identity } from '../policy/identity.js';
@@ -556,14 +556,12 @@ export class RequestPipeline {
   ): Promise<AcquireOutcome> {
     const { delayMs, maxConcurrency } = limits;
     // A reload while this request waits re-reads the policy rules and operator minimums through `limits`.
-    // The optional fields last: a property after a spread costs a slow runtime call (issue 11).
-    return this.deps.pacer.acquire(decision.origin, delayMs, {
-      identity,
-      signal,
-      limits: () => this.delayFor(decision, policyRequest),
-      ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
-      ...(onHoldExceeded ? { onHoldExceeded } : {}),
-    });
+    const options: AcquireOptions = { identity, signal, limits: () => this.delayFor(decision, policyRequest) };
+    // Written only when set (the pacer tells an absent field from an undefined one nowhere, but its
+    // options stay as they were); plain writes, no conditional spreads: each spread made an object (issue 11).
+    if (maxConcurrency !== undefined) options.maxConcurrency = maxConcurrency;
+    if (onHoldExceeded !== undefined) options.onHoldExceeded = onHoldExceeded;
+    return this.deps.pacer.acquire(decision.origin, delayMs, options);
   }
 
   /**
