@@ -107,9 +107,17 @@ export class BatchedHistogram<L extends string = never> {
     this.#series.delete(this.#keyOf(labels));
   }
 
-  /** Drops every series (prom-client's `reset()`: a histogram without labels too). */
+  /**
+   * Sets every series back to zero (`Registry.resetMetrics()`). Unlike prom-client's histogram,
+   * which drops its series, they stay exposed at zero: callers hold their series, and a dropped
+   * one would never count again.
+   */
   reset(): void {
-    this.#series.clear();
+    for (const series of this.#series.values()) {
+      series.counts.fill(0);
+      series.sum = 0;
+      series.count = 0;
+    }
   }
 
   /** The exposition values (prom-client's `get()` contract): per series its cumulative buckets, `+Inf`, `_sum`, `_count`. */

@@ -78,6 +78,10 @@ describe('BatchedHistogram', () => {
     assert.match(text, /^x_seconds_bucket\{le="1",token="a"\} 1$/m);
     assert.match(text, /^x_seconds_count\{token="a"\} 2$/m, 'a non-finite value is not counted');
     assert.match(text, /^x_seconds_sum\{token="a"\} 2.5$/m);
+    registry.resetMetrics();
+    a.observe(0.25);
+    text = await registry.metrics();
+    assert.match(text, /^x_seconds_count\{token="a"\} 1$/m, 'a reset series is zeroed in place and keeps counting');
     batched.remove({ token: 'a' });
     text = await registry.metrics();
     assert.doesNotMatch(text, /token="a"/);
