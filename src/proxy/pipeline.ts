@@ -4,13 +4,12 @@
  * audit (DESIGN.md "Request flow"). One {@link Decision} travels through it and
  * reaches the response, the log line and the metrics unchanged.
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { Transform } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { hostOverrideRules } from '../config/index.js';
-import { CancelSignal, crawlDelayMsOf, type AbortSignalLike, type AcquireOptions, type AcquireOutcome, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
+import { crawlDelayMsOf, type AbortSignalLike, type AcquireOptions, type AcquireOutcome, type RequestPacer, type Refusal, type RequestLimits, type Slot } from '../pacing/index.js';
 import { applyPolicy, decide, decidePolicyDenial, decideWithoutRobots } from '../policy/decide.js';
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
 import { identifyAgent, outgoingUserAgent, type AgentIdentification, type Identity } from '../policy/identity.js';
@@ -19,13 +18,14 @@ import { compilePolicy, type CompiledPolicy, type PolicyMatch, type PolicyReques
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
-import type { LimitEvent, SlotHoldWaitingOn } from '../audit/limit-events.js';
+import type { LimitEvent } from '../audit/limit-events.js';
 import { forwardableHeaders } from './headers.js';
-import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayHooks, type RelayOutcome, type UpstreamForwarder } from './forwarder.js';
+import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayOutcome, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
-import { decisionHeaderValue, DECISION_HEADER, isCertificateError, renderProxyResponse } from './responses.js';
-import { InFlightList, InFlightRequest } from './in-flight-list.js';
-import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
+import { isCertificateError, renderProxyResponse } from './responses.js';
+import { InFlightList } from './in-flight-list.js';
+import { ByteCounter, pathAndQueryOf, ProxiedExchange, recordPacing } from './proxied-exchange.js';
+import { requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
 
@@ -82,11 +82,6 @@ export interface ProxiedRequest {
   tunnel?: AdmittedClient;
 }
 
-/** The path plus query of a target URL, as matched and forwarded. */
-function pathAndQueryOf(url: URL): string {
-  return (url.pathname || '/') + url.search;
-}
-
 /** The port a connection to `url` uses. */
 function portOf(url: URL): number {
   return Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
@@ -113,18 +108,6 @@ function isGuardRefusal(code: string | undefined): boolean {
   return code === PRIVATE_TARGET_CODE || code === OWN_LISTENER_CODE;
 }
 
-/** Counts the bytes of a request body on their way upstream. */
-class ByteCounter extends Transform {
-  bytes = 0;
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null, data?: Buffer) => void): void {
-    this.bytes += chunk.length;
-    callback(null, chunk);
-  }
-}
-
-/** The `detail` of a `proxy-shutting-down` decision. */
-const SHUTTING_DOWN_DETAIL = 'the proxy is shutting down: it answers no new requests and sends nothing more upstream';
-
 /** What {@link RequestPipeline.decideFor} answers. */
 export interface DecidedRequest {
   /** The decision (its `identity` filled in); fresh per request: the caller may add pacing and upstream facts. */
@@ -144,187 +127,6 @@ interface DecideFacts {
   productTokens: string[];
   identified: AgentIdentification;
   policyRequest: PolicyRequest;
-}
-
-/**
- * Records the pacer's answer on `decision`: a granted slot's delay and wait; or the refusal the
- * decision becomes (`queue-full` with the queue's figures, `fleet-unavailable`, or
- * `proxy-shutting-down` when the drain closed the queue; `aborted` changes nothing).
- * @param startedAtMs when the request began to wait, ms (the pacer's clock).
- */
-function recordPacing(decision: Decision, outcome: AcquireOutcome, delayMs: number, startedAtMs: number, clock: Clock): void {
-  if (outcome.granted) {
-    decision.pacing = { delayMs: outcome.slot.delayMs, waitedMs: outcome.slot.waitedMs };
-    return;
-  }
-  const refusal = outcome.refusal;
-  if (refusal.reason === 'queue-full') {
-    decision.verdict = 'deny';
-    decision.reason = 'queue-full';
-    decision.pacing = {
-      delayMs,
-      waitedMs: 0,
-      queueLength: refusal.queueLength,
-      identityQueueLength: refusal.identityQueueLength,
-      limit: refusal.limit,
-      retryAfterSeconds: refusal.retryAfterSeconds,
-    };
-  } else if (refusal.reason === 'fleet-unavailable') {
-    decision.verdict = 'deny';
-    decision.reason = 'fleet-unavailable';
-    decision.pacing = { delayMs, waitedMs: 0, retryAfterSeconds: refusal.retryAfterSeconds };
-  } else if (refusal.reason === 'closed') {
-    // The proxy began to drain while this request waited (or before it got here).
-    decision.verdict = 'deny';
-    decision.reason = 'proxy-shutting-down';
-    decision.detail = SHUTTING_DOWN_DETAIL;
-    decision.pacing = { delayMs, waitedMs: Math.max(0, clock.nowMs() - startedAtMs) };
-  }
-}
-
-/**
- * One request on its way through {@link RequestPipeline.handle}: its facts for the access entry,
- * its node in the in-flight list, its abort flag, and the relay's hooks as methods. One record and
- * two closures per request (the response's `close` listener, the slot-hold callback) instead of a
- * closure per callback and an object per group of facts (issue 11).
- */
-class ProxiedExchange extends InFlightRequest implements RelayHooks {
-  readonly startedAtMs: number;
-  readonly requestId: string;
-  readonly origin: string;
-  /** Path plus query, as matched and forwarded. */
-  readonly path: string;
-  readonly client: AccessEntry['client'];
-  readonly request: AccessEntry['request'];
-  /** Aborted when the client leaves; the queue drops the request if it still waits (cheaper than an AbortController). */
-  readonly abort = new CancelSignal();
-  /** Set once decided (or refused at admission). */
-  decision: Decision | undefined = undefined;
-  error: string | null = null;
-  isFinished = false;
-  queueWaitMs: number | null = null;
-  upstreamMs: number | null = null;
-  upstreamStartedAtMs: number | null = null;
-  status = 0;
-  upstreamStatus: number | null = null;
-  bytesSent = 0;
-  bytesReceived = 0;
-  /** The start slot, once granted. */
-  slot: Slot | undefined = undefined;
-  /** When the upstream exchange began, ms. */
-  upstreamStarted = 0;
-  /** The origin's `Retry-After`, for the pacer's pause on 429/503. */
-  retryAfter: string | undefined = undefined;
-  /** The request body's counting stage, when it has a body. */
-  body: ByteCounter | null = null;
-  stopBodyWatch: (() => void) | undefined = undefined;
-  isBodyTimedOut = false;
-  /** `clients.requestBodyTimeout` when the body stalled, ms. */
-  bodyTimeoutMs = 0;
-
-  constructor(
-    readonly p: ProxiedRequest,
-    private readonly deps: Pick<PipelineDeps, 'clock' | 'viaPseudonym' | 'onFinished' | 'onLimit'>,
-    private readonly inFlight: InFlightList,
-    readonly userAgent: string | undefined,
-    readonly productTokens: string[],
-  ) {
-    super();
-    const { req, res, target } = p;
-    this.startedAtMs = deps.clock.nowMs();
-    this.requestId = requestIdOf(req);
-    this.origin = target.origin;
-    this.path = pathAndQueryOf(target);
-    this.client = { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 };
-    this.request = { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via, clientRequestId: clientRequestIdOf(req) };
-    // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
-    res.on('close', this.onClose);
-    inFlight.add(this);
-  }
-
-  readonly onClose = (): void => {
-    if (!this.p.res.writableFinished) this.abort.abort();
-  };
-
-  /** Told by the pacer when the slot was held past `pacing.maxSlotHold`: counted and logged with what the exchange waits for. */
-  readonly onHoldExceeded = (heldMs: number): void => {
-    const { req, res } = this.p;
-    // What the exchange waits for when its slot hold runs out: the client's body, the client's reading, or the origin.
-    const waitingOn: SlotHoldWaitingOn = !req.complete ? 'client-body' : res.writableNeedDrain ? 'client-read' : 'upstream';
-    this.deps.onLimit?.({ kind: 'slot-hold-exceeded', origin: (this.decision as Decision).origin, client: this.client, heldMs, waitingOn });
-  };
-
-  /** While draining nothing is decided (no robots.txt fetch for a request that will not be forwarded); a request cut before its decision is audited the same way. */
-  shuttingDown(): Decision {
-    return decideWithoutRobots('proxy-shutting-down', { origin: this.origin, path: this.path, detail: SHUTTING_DOWN_DETAIL, agentTokens: this.productTokens });
-  }
-
-  /** Ends the request now with `error` (`abandonInFlight`): its access line is written; its own ending later writes nothing more. */
-  override end(error: string): void {
-    this.error = error;
-    this.finish();
-  }
-
-  /** Writes the request's access entry (once): the Decision, the timings and the response as they are now. */
-  finish(): void {
-    if (this.isFinished) return;
-    this.isFinished = true;
-    this.inFlight.delete(this);
-    this.p.res.off('close', this.onClose);
-    const error = this.error;
-    const decided = this.decision ?? this.shuttingDown();
-    // One literal with every field (no entry completed in place, no spread: issue 11).
-    const entry: AccessEntry = {
-      requestId: this.requestId,
-      startedAtMs: this.startedAtMs,
-      client: this.client,
-      request: this.request,
-      productTokens: this.productTokens,
-      identity: decided.identity?.name ?? null,
-      decision: decided,
-      timings: {
-        queueWaitMs: this.queueWaitMs,
-        upstreamMs: this.upstreamMs,
-        upstreamStartedAtMs: this.upstreamStartedAtMs,
-        durationMs: this.deps.clock.nowMs() - this.startedAtMs,
-      },
-      response: {
-        status: this.status,
-        upstreamStatus: this.upstreamStatus,
-        bytesSent: this.bytesSent,
-        bytesReceived: this.bytesReceived,
-        // A connection the proxy closed for a client timeout was not the client's abort.
-        clientAborted: this.abort.aborted && error !== CLIENT_WRITE_TIMEOUT && error !== CLIENT_BODY_TIMEOUT,
-      },
-      error,
-    };
-    this.deps.onFinished(entry);
-  }
-
-  /** The relay handed the request to a connection: the upstream start, and the pacer's start moved to it. */
-  onSent(): void {
-    this.upstreamStartedAtMs = this.deps.clock.nowMs();
-    this.slot?.markSent();
-  }
-
-  /** The origin's response head: relayed with the decision header and the request id. */
-  onResponseHead(status: number, upstreamHeaders: IncomingHttpHeaders): void {
-    const decision = this.decision as Decision;
-    const value = upstreamHeaders['retry-after'];
-    this.retryAfter = Array.isArray(value) ? value[0] : value;
-    decision.upstream = { status };
-    const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym);
-    responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
-    responseHeaders[REQUEST_ID_HEADER] = this.requestId;
-    this.p.res.writeHead(status, responseHeaders);
-  }
-
-  /** The origin's part is over (the client may not have every byte yet): frees the slot with the origin's answer. Idempotent for the pacer. */
-  onUpstreamEnd(): void {
-    if (this.upstreamMs === null) this.upstreamMs = this.deps.clock.nowMs() - this.upstreamStarted;
-    const status = this.decision?.upstream?.status;
-    this.slot?.release(status === undefined ? {} : { status, retryAfter: this.retryAfter ?? null });
-  }
 }
 
 /** The shared request pipeline (identify, decide, pace, forward, audit). One per proxy. */
