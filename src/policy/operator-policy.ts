@@ -9,7 +9,7 @@
  */
 import { hostGlobsFor } from '../config/host-overrides.js';
 import type { PolicyAction, PolicyRuleConfig } from '../config/types.js';
-import { normalisePath } from '../robots/encoding.js';
+import { normalisePath, originResolvedPath } from '../robots/encoding.js';
 import { buildRuleIndex, findRule, type RuleIndex } from '../robots/rule-index.js';
 
 /** What a rule is matched against: the facts known about a request before robots.txt. */
@@ -69,6 +69,8 @@ interface CompiledRule {
 class RequestView {
   #hostKeys: string[] | undefined;
   #path: string | undefined;
+  /** The path as an origin may resolve it, null when it is the path itself (see `originResolvedPath`). */
+  #resolvedPath: string | null | undefined;
   #method: string | undefined;
   #tokens: string[] | undefined;
 
@@ -86,6 +88,11 @@ class RequestView {
 
   get path(): string {
     return (this.#path ??= normalisePath(this.request.pathAndQuery.length === 0 ? '/' : this.request.pathAndQuery));
+  }
+
+  /** {@link RequestView.path} as a lenient origin may resolve it (`//a`, `%2F`, dot segments), or null when it is the same. */
+  get resolvedPath(): string | null {
+    return (this.#resolvedPath ??= originResolvedPath(this.path) ?? null);
   }
 
   get method(): string {
@@ -185,8 +192,24 @@ function matches(rule: CompiledRule, view: RequestView): boolean {
   if (rule.identities !== undefined && (view.request.identity === null || !rule.identities.has(view.request.identity))) return false;
   if (rule.hosts !== undefined && !view.hostKeys.some((k) => rule.hosts!.has(k))) return false;
   if (rule.tokens !== undefined && !view.tokens.some((t) => rule.tokens!.has(t))) return false;
-  if (rule.paths !== undefined && findRule(rule.paths, view.path) === undefined) return false;
+  if (rule.paths !== undefined && !pathMatches(rule.result.action, rule.paths, view)) return false;
   return true;
+}
+
+/**
+ * A rule's paths against the request's path and the path an origin may resolve it to
+ * (`//admin/x`, `/%2Fadmin/x`, `/x/..%2Fadmin/x` reach `/admin/x`), so that no spelling escapes a
+ * rule: a rule that restrains (`deny`, `pace`) matches when either matches; one that exempts from
+ * robots.txt (`allow`, `report`) only when both do, so `/public/..%2Fprivate` is not exempted by
+ * a rule for `/public/`.
+ */
+function pathMatches(action: PolicyAction, paths: RuleIndex, view: RequestView): boolean {
+  const isMatch = findRule(paths, view.path) !== undefined;
+  const resolved = view.resolvedPath;
+  if (resolved === null) return isMatch;
+  const isExempting = action === 'allow' || action === 'report';
+  if (isMatch !== isExempting) return isMatch;
+  return findRule(paths, resolved) !== undefined;
 }
 
 /**
