@@ -291,7 +291,7 @@ export class AccessControl {
     if (verification.user !== undefined) this.#throttle.forgetVerified(address, verification.user);
     const detail =
       verification.failure === 'malformed'
-        ? 'the Proxy-Authorization header is not Basic credentials (RFC 7617: "Basic" and base64 of user:password)'
+        ? 'the Proxy-Authorization header is not Basic credentials (RFC 7617: "Basic" and base64 of user:password in UTF-8)'
         : `the credentials for user ${JSON.stringify(verification.user?.slice(0, 128))} were not accepted`;
     return { isAdmitted: false, refusal: this.#challenge(origin, detail) };
   }

@@ -51,9 +51,20 @@ function basicTokenOf(header: string): string | undefined {
   return /^\s*basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header)?.[1];
 }
 
-/** `user:password` from a Basic token, or undefined without a user and a colon. Pure. */
+/**
+ * Strict UTF-8 (throws on invalid bytes; a BOM is kept as a character): decoded leniently, every
+ * invalid byte would become U+FFFD, and `caf\xff` would pass for a password stored as `caf\uFFFD`.
+ */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** `user:password` from a Basic token (UTF-8, as the challenge's `charset` says: RFC 7617 §2.1), or undefined without a user and a colon or for bytes that are not UTF-8. Pure. */
 function decodeBasicToken(token: string): BasicCredentials | undefined {
-  const decoded = Buffer.from(token, 'base64').toString('utf8');
+  let decoded: string;
+  try {
+    decoded = UTF8.decode(Buffer.from(token, 'base64'));
+  } catch {
+    return undefined;
+  }
   const colon = decoded.indexOf(':');
   if (colon <= 0) return undefined;
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1), token };
@@ -173,7 +184,7 @@ export class CredentialVerifier {
 
   /**
    * Checks a `Proxy-Authorization` value. Never rejects.
-   * @returns the user's entry, or why not: `malformed` (not Basic, bad base64, no `:`),
+   * @returns the user's entry, or why not: `malformed` (not Basic, bad base64, no `:`, not UTF-8),
    *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow: see {@link CredentialVerifier.decoyHash}).
    */
   async verify(header: string): Promise<Verification> {

@@ -169,7 +169,7 @@ function editedCredentials(text: string, exists: boolean, file: string, user: st
 /**
  * Reads a password: the first line of `input` (without its line end). From a terminal, the
  * characters are not echoed (raw mode) and `prompt` is written to `echo` first.
- * @throws {UsageError} when the input ends before any character, or Ctrl-C is typed.
+ * @throws {UsageError} when the input ends before any character, is not UTF-8, or Ctrl-C is typed.
  */
 export async function readPassword(input: Readable & { isTTY?: boolean; setRawMode?: (mode: boolean) => void }, echo: NodeJS.WritableStream, prompt: string): Promise<string> {
   const isTerminal = input.isTTY === true && typeof input.setRawMode === 'function';
@@ -178,9 +178,18 @@ export async function readPassword(input: Readable & { isTTY?: boolean; setRawMo
     input.setRawMode?.(true);
   }
   let text = '';
+  // Strict and streaming: a character split across chunks is joined, and bytes that are not UTF-8
+  // are refused rather than hashed as U+FFFD (clients send UTF-8: RFC 7617 §2.1).
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   try {
     for await (const chunk of input) {
-      for (const char of String(chunk)) {
+      let chars: string;
+      try {
+        chars = typeof chunk === 'string' ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
+      } catch {
+        throw new UsageError('passwd: the password is not valid UTF-8 (clients send it in UTF-8); set the terminal or the input to UTF-8');
+      }
+      for (const char of chars) {
         if (char === '\n' || char === '\r') return text;
         if (isTerminal && char === '\u0003') throw new UsageError('passwd: cancelled');
         if (isTerminal && (char === '\u007f' || char === '\b')) text = text.slice(0, -1);

@@ -20,11 +20,11 @@ export interface CliRun {
 
 /**
  * Runs `robots-proxy ...args` to its end.
- * @param options.stdin written to its standard input (default: nothing, closed).
+ * @param options.stdin written to its standard input (a string as UTF-8, a Buffer as its bytes; default: nothing, closed).
  * @param options.cwd working directory (default: the repository root).
  * @param options.env extra environment; `ROBOTS_PROXY_CONFIG` is cleared unless given here.
  */
-export function runCli(args: string[], options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+export function runCli(args: string[], options: { stdin?: string | Buffer; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, ROBOTS_PROXY_CONFIG: undefined, ...options.env };
     if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete env['ROBOTS_PROXY_CONFIG'];
