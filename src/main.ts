@@ -27,6 +27,7 @@ import { UpstreamForwarder } from './proxy/forwarder.js';
 import { TargetGuard } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
 import { RequestPipeline } from './proxy/pipeline.js';
+import { parseProxyTarget } from './proxy/proxy-target.js';
 import { ConnectHandler } from './proxy/connect.js';
 import { UpgradeRelay } from './proxy/upgrade.js';
 import { ProxyServer } from './proxy/proxy-server.js';
@@ -485,7 +486,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       metrics,
       logger,
       explain: async (url, userAgent, identityName) => {
-        const target = new URL(url);
+        // Read as the proxy reads a request's target (`example.com.` is `example.com`), so the answer is the proxy's.
+        const parsed = parseProxyTarget(url);
+        const target = typeof parsed === 'string' ? new URL(url) : parsed;
         if (identityName !== undefined && !access.isKnownIdentity(identityName)) throw new UnknownIdentityError(`unknown identity ${JSON.stringify(identityName)}`);
         const source = current.access.clients.some((range) => range.identity === identityName) ? 'client-range' : 'credentials';
         const identity = identityName === undefined ? null : access.identityNamed(identityName, source);
