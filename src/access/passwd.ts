@@ -47,6 +47,7 @@ export interface WriteCredentialOptions {
  */
 export async function writeCredential(file: string, user: string, password: string | null, options: WriteCredentialOptions = {}): Promise<CredentialWrite> {
   if (!/^[\x21-\x39\x3b-\x7e]{1,128}$/.test(user)) throw new UsageError('passwd: USER must be 1 to 128 printable ASCII characters without ":" or spaces');
+  if (user.startsWith('#')) throw new UsageError('passwd: USER must not start with "#" (the credentials file reads such a line as a comment: nobody could log in as it)');
   if (options.identity !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/.test(options.identity)) {
     throw new UsageError('passwd: --identity must be 1 to 128 letters, digits, ".", "_", "@" or "-", starting with a letter or digit');
   }

@@ -104,3 +104,12 @@ test('passwd run by root keeps the owner of a file another user owns', { skip: p
   const after = statSync(file);
   assert.deepEqual([after.uid, after.gid, after.mode & 0o777], [65534, 65534, 0o640]);
 });
+
+test('passwd refuses a USER starting with "#": its line would be a comment, a user nobody could log in as', async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'robots-proxy-passwd-')), 'users');
+  writeFileSync(file, '', { mode: 0o600 });
+  const run = await runCli(['passwd', file, '#ops', '--cost', '4', '--identity', 'ops'], { stdin: 'pw\n' });
+  assert.equal(run.code, 2, run.stderr);
+  assert.match(run.stderr, /must not start with "#"/);
+  assert.equal(readFileSync(file, 'utf8'), '');
+});
