@@ -133,6 +133,17 @@ function toConfigError(fileName: string, problems: readonly PlacedProblem[]): Co
   });
 }
 
+/** Keys whose values are secrets: an error about one names the value's type, never the value (it reaches stderr, the log, the reload's answer). */
+const SECRET_KEYS: ReadonlySet<string> = new Set(['admin.token']);
+
+/** The type of a secret's value, for an error message ("a number"). Pure. */
+function describeSecretValue(value: unknown): string {
+  if (typeof value === 'number') return 'a number';
+  if (typeof value === 'boolean') return 'true or false';
+  if (typeof value === 'string') return 'a string';
+  return describeValue(value);
+}
+
 function describeIssue(issue: z.core.$ZodIssue, data: unknown): Problem[] {
   if (issue.code === 'unrecognized_keys') {
     const where = issue.path.length === 0 ? '' : ` in ${formatKeyPath(issue.path)}`;
@@ -142,7 +153,8 @@ function describeIssue(issue: z.core.$ZodIssue, data: unknown): Problem[] {
       return { path: [...issue.path, key], message: `unknown key "${key}"${where}${hint}` };
     });
   }
-  const got = describeValue(valueAt(data, issue.path));
+  const value = valueAt(data, issue.path);
+  const got = SECRET_KEYS.has(formatKeyPath(issue.path)) ? describeSecretValue(value) : describeValue(value);
   const subject = issue.path.length === 0 ? 'the configuration' : formatKeyPath(issue.path);
   let text: string;
   switch (issue.code) {
