@@ -167,7 +167,8 @@ function warnIfCacheExceedsHeap(cacheBytes: number, logger: Logger): void {
 
 /**
  * Warns when the proxy listens beyond loopback but `access.clients` admits loopback only: every
- * other machine would get 403 `client-not-allowed`.
+ * other machine would get 403 `client-not-allowed`; or admits every address (a `/0` range)
+ * without a credentials file: an open proxy.
  */
 function warnIfOpenToNobody(config: Config, logger: Logger): void {
   if (isLoopbackHost(config.listen.host)) return;
@@ -176,6 +177,14 @@ function warnIfOpenToNobody(config: Config, logger: Logger): void {
     logger.warn(
       { event: 'config-warning', key: 'access.clients', listen: config.listen.host },
       'listen.host is beyond loopback but access.clients admits loopback clients only: other machines get 403 client-not-allowed; list their ranges in access.clients',
+    );
+  }
+  // The opposite mistake: an open proxy, anyone who reaches the port crawls through it.
+  const everyone = config.access.clients.filter((range) => range.range.endsWith('/0')).map((range) => range.range);
+  if (everyone.length > 0 && config.access.credentialsFile === undefined) {
+    logger.warn(
+      { event: 'config-warning', key: 'access.clients', listen: config.listen.host, ranges: everyone },
+      `access.clients admits every address (${everyone.join(', ')}) and no access.credentialsFile is set: anyone who can reach ${config.listen.host} may use the proxy; list your networks' ranges, or require credentials`,
     );
   }
 }
