@@ -14,6 +14,7 @@ import { applyPolicy, decide, decidePolicyDenial, decideWithoutRobots } from '..
 import type { Decision, DecisionIdentity } from '../policy/decision.js';
 import { identifyAgent, outgoingUserAgent, type AgentIdentification, type Identity } from '../policy/identity.js';
 import type { AccessControl, Admission, AdmissionContext, AdmittedClient } from '../access/access-control.js';
+import { throttleKeyOf } from '../access/auth-throttle.js';
 import { compilePolicy, type CompiledPolicy, type PolicyMatch, type PolicyRequest } from '../policy/operator-policy.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
@@ -91,11 +92,20 @@ function portOf(url: URL): number {
  * Who a request is to the pacer's fairness (the origin's queue serves identities round-robin,
  * `pacing.maxQueuePerIdentity` bounds each one's waiting requests): the name of the identity its
  * proxy credentials or client range establish (`decision.identity`, issue 8), so every
- * connection and address of one identity shares its turn; else the client's address. Never throws.
- * @returns the identity key; '' when there is no identity and the address is unknown (the socket already closed).
+ * connection and address of one identity shares its turn; else the client's address as the
+ * failure throttle keys it with a prefix length: `a.b.c.d/32`, or an IPv6 client's `/64` (one
+ * host commonly holds a whole /64, and would otherwise take one turn and one queue budget per
+ * address it sends from). The `/` keeps anonymous keys apart from identity names, which cannot
+ * contain it (a valid name such as `10.0.0.5` is not the anonymous client 10.0.0.5). Never throws.
+ * @returns the fairness key; '' when there is no identity and the address is unknown (the socket already closed).
  */
 export function identityOf(req: IncomingMessage, decision?: Pick<Decision, 'identity'>): string {
-  return decision?.identity?.name ?? req.socket?.remoteAddress ?? '';
+  const name = decision?.identity?.name;
+  if (name !== undefined) return name;
+  const address = req.socket?.remoteAddress;
+  if (address === undefined) return '';
+  const key = throttleKeyOf(address);
+  return key.includes('/') ? key : `${key}/32`;
 }
 
 /** Compiles the configured policy: `policy.rules`, then the deprecated `hosts` entries as `pace` rules. */

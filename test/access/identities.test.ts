@@ -108,11 +108,16 @@ describe('an identity bound to ExampleBot', () => {
 });
 
 describe('identityOf (the fairness key)', () => {
-  it('is the identity name when there is one, else the client address', () => {
+  it('is the identity name when there is one, else the client address with its prefix length (an IPv6 client: its /64)', () => {
     const req = { socket: { remoteAddress: '10.0.0.7' } } as unknown as IncomingMessage;
     const named = { ...decideWithoutRobots('rule-allow', { verdict: 'allow' }), identity: { name: 'lab', source: 'credentials' as const, boundTokens: [], claimedTokens: [], isMismatch: false } };
     assert.equal(identityOf(req, named), 'lab');
-    assert.equal(identityOf(req, decideWithoutRobots('rule-allow', { verdict: 'allow' })), '10.0.0.7');
-    assert.equal(identityOf(req), '10.0.0.7');
+    assert.equal(identityOf(req, decideWithoutRobots('rule-allow', { verdict: 'allow' })), '10.0.0.7/32');
+    assert.equal(identityOf(req), '10.0.0.7/32');
+    const from = (remoteAddress: string): string => identityOf({ socket: { remoteAddress } } as unknown as IncomingMessage);
+    assert.equal(from('::ffff:10.0.0.7'), '10.0.0.7/32', 'an IPv4-mapped address is its IPv4 client');
+    // Two addresses of one /64 (one host's usual allocation) are one client; another /64 is another.
+    assert.equal(from('2001:db8:1:2::a'), from('2001:db8:1:2:ffff::b'));
+    assert.notEqual(from('2001:db8:1:2::a'), from('2001:db8:1:3::a'));
   });
 });

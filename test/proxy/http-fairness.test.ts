@@ -169,3 +169,44 @@ describe('per-client queue cap through the proxy (pacing.maxQueuePerIdentity, fa
     assert.deepEqual(pageHits(origin), ['/h0', '/h1', '/other', '/h2']);
   });
 });
+
+describe('identity names and client addresses are separate fairness keys (fake clock)', () => {
+  const clock = new FakeClock();
+  let proxy: Proxy;
+  let origin: TestOrigin;
+
+  before(async () => {
+    origin = await startOrigin((req, res) => {
+      if (req.url === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nCrawl-delay: 1\n');
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`page ${req.url}\n`);
+    });
+    // 127.0.0.1 is the identity named "127.0.0.2" (a valid name); 127.0.0.2 itself is an anonymous client.
+    proxy = await startTestProxy(
+      {
+        https: { mode: 'tunnel' },
+        access: { clients: [{ range: '127.0.0.1/32', identity: LIGHT }, `${LIGHT}/32`] },
+        pacing: { maxQueue: 10, maxQueuePerIdentity: 2, maxWait: '1m' },
+      },
+      { clock },
+    );
+  });
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('an anonymous client at an address does not share the queue budget of an identity named like that address', async () => {
+    const queued = (): number => proxy.pacer.originStats(origin.url)?.queued ?? 0;
+    assert.equal((await sendFrom(proxy, HEAVY, `${origin.url}/n0`).answer).status, 200);
+    const n1 = sendFrom(proxy, HEAVY, `${origin.url}/n1`);
+    const n2 = sendFrom(proxy, HEAVY, `${origin.url}/n2`);
+    await waitFor(() => queued() === 2, 'the named identity\'s two requests to be queued');
+    assert.equal((await sendFrom(proxy, HEAVY, `${origin.url}/n3`).answer).status, 429, 'the named identity is at its cap');
+    const anonymous = sendFrom(proxy, LIGHT, `${origin.url}/a0`);
+    await waitFor(() => queued() === 3, 'the anonymous client\'s request to be queued (not refused as the same identity)');
+    assert.equal(proxy.pacer.originStats(origin.url)?.queuedIdentities, 2);
+    for (let i = 0; i < 3; i++) await clock.advance(1_000);
+    assert.deepEqual([(await n1.answer).status, (await anonymous.answer).status, (await n2.answer).status], [200, 200, 200]);
+    assert.deepEqual(pageHits(origin), ['/n0', '/n1', '/a0', '/n2']);
+  });
+});
