@@ -131,8 +131,11 @@ export class AccessControl {
     this.#admissionOfEntry = new WeakMap();
     this.#throttle.setLimits({ maxFailures: config.access.maxAuthFailures, windowMs: config.access.authFailureWindowMs });
     if (prepared.credentials === undefined) this.#verifier = undefined;
-    else if (this.#verifier === undefined) this.#verifier = new CredentialVerifier(prepared.credentials);
-    else this.#verifier.setCredentials(prepared.credentials);
+    else if (this.#verifier === undefined) this.#verifier = new CredentialVerifier(prepared.credentials, { maxChecks: config.access.maxCredentialChecks });
+    else {
+      this.#verifier.setCredentials(prepared.credentials);
+      this.#verifier.setMaxChecks(config.access.maxCredentialChecks);
+    }
   }
 
   /** The credential verifier in force (undefined without a credentials file), for figures. */
@@ -286,6 +289,12 @@ export class AccessControl {
     }
     const generation = this.#generation;
     const verification = await verifier.verify(authorization);
+    if (!verification.ok && verification.failure === 'busy') {
+      // Not checked, so not a failure of this address: 429 and come back in a second.
+      this.#throttle.settle(address, this.deps.clock.nowMs(), false);
+      const detail = `the proxy is already checking ${this.#config.access.maxCredentialChecks} new credentials (access.maxCredentialChecks); these were not checked, retry in 1 s`;
+      return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds: 1 } };
+    }
     this.#throttle.settle(address, this.deps.clock.nowMs(), !verification.ok);
     if (verification.ok) return this.#admitVerified(verification.entry, address, range, origin, authorization, socket, generation);
     if (verification.user !== undefined) this.#throttle.forgetVerified(address, verification.user);

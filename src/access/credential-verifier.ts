@@ -31,8 +31,11 @@ function commonCostOf(users: Credentials): number {
   return best;
 }
 
-/** Why credentials were not accepted. */
-export type VerificationFailure = 'malformed' | 'wrong-credentials';
+/**
+ * Why credentials were not accepted: `busy` means they were not checked at all, because
+ * {@link CredentialVerifierOptions.maxChecks} bcrypt runs were already in flight.
+ */
+export type VerificationFailure = 'malformed' | 'wrong-credentials' | 'busy';
 
 /** The outcome of {@link CredentialVerifier.verify}. */
 export type Verification = { ok: true; entry: CredentialEntry } | { ok: false; failure: VerificationFailure; user?: string };
@@ -84,6 +87,13 @@ export function parseBasicCredentials(header: string): BasicCredentials | undefi
 export interface CredentialVerifierOptions {
   /** Verified credentials remembered (least recently used dropped first). @default 10000 */
   cacheEntries?: number;
+  /**
+   * bcrypt runs in flight at once, across all clients (`access.maxCredentialChecks`): each costs
+   * tens of ms of CPU on the event loop (bcryptjs), so without a bound many addresses, each within
+   * its own failure budget, could keep the proxy busy checking guesses. Beyond it a new check is
+   * not run (`busy`); credentials verified before never need a run. @default 8
+   */
+  maxChecks?: number;
 }
 
 /** Verifies Basic credentials against a credentials file, with a bounded cache (lifecycle: none; swap the file with {@link CredentialVerifier.setCredentials}). */
@@ -97,11 +107,18 @@ export class CredentialVerifier {
   readonly #decoys = new Map<number, Promise<string>>();
   #decoyCost: number;
   #bcryptRuns = 0;
+  #maxChecks: number;
 
   constructor(users: Credentials, options: CredentialVerifierOptions = {}) {
     this.#users = users;
     this.#decoyCost = commonCostOf(users);
     this.#verified = new LRUCache({ max: options.cacheEntries ?? 10_000 });
+    this.#maxChecks = options.maxChecks ?? 8;
+  }
+
+  /** Sets {@link CredentialVerifierOptions.maxChecks} (a reload); runs already in flight finish. */
+  setMaxChecks(maxChecks: number): void {
+    this.#maxChecks = maxChecks;
   }
 
   /** Swaps in a reloaded credentials file; remembered credentials stay valid only while their user's hash is unchanged. */
@@ -185,7 +202,8 @@ export class CredentialVerifier {
   /**
    * Checks a `Proxy-Authorization` value. Never rejects.
    * @returns the user's entry, or why not: `malformed` (not Basic, bad base64, no `:`, not UTF-8),
-   *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow: see {@link CredentialVerifier.decoyHash}).
+   *   `wrong-credentials` (unknown user or wrong password: not told apart, and as slow: see {@link CredentialVerifier.decoyHash}),
+   *   `busy` (not checked: {@link CredentialVerifierOptions.maxChecks} bcrypt runs in flight; remembered credentials are never busy).
    */
   async verify(header: string): Promise<Verification> {
     const token = basicTokenOf(header);
@@ -204,6 +222,8 @@ export class CredentialVerifier {
     const flightKey = `${key}\n${hash}`;
     let check = this.#pending.get(flightKey);
     if (check === undefined) {
+      // Joining a run in flight costs nothing; a new one waits for room, or is not run at all.
+      if (this.#pending.size >= this.#maxChecks) return { ok: false, failure: 'busy' };
       this.#bcryptRuns += 1;
       check = bcrypt.compare(credentials.password, hash).catch(() => false);
       this.#pending.set(flightKey, check);

@@ -154,6 +154,7 @@ const accessShape = {
   realm: realm().default('robots-proxy'),
   maxAuthFailures: int(1, 1_000).default(10),
   authFailureWindow: duration(SECOND_MS, DAY_MS).prefault('1m'),
+  maxCredentialChecks: int(1, 1_000).default(8),
 };
 
 const printableAscii = () => z.string().regex(/^[\x20-\x7e]*[\x21-\x7e][\x20-\x7e]*$/, { message: 'must be printable ASCII and not blank' });
@@ -500,6 +501,7 @@ const accessSchema = section(accessShape).transform(
     realm: a.realm,
     maxAuthFailures: a.maxAuthFailures,
     authFailureWindowMs: a.authFailureWindow,
+    maxCredentialChecks: a.maxCredentialChecks,
   }),
 );
 

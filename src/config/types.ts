@@ -75,6 +75,12 @@ export interface AccessConfig {
   readonly maxAuthFailures: number;
   /** The window of `maxAuthFailures`, ms, 1 s..24 h, counted from the first failure. @default 60_000 */
   readonly authFailureWindowMs: number;
+  /**
+   * bcrypt checks of new credentials in flight at once across all clients, 1..1000; beyond: 429
+   * `proxy-auth-throttled` with `Retry-After: 1`, unchecked and not counted as a failure
+   * (credentials verified before need no check). @default 8
+   */
+  readonly maxCredentialChecks: number;
 }
 
 /** What the proxy does with an identity's outgoing User-Agent (`identities.<name>.userAgent`). */

@@ -24,8 +24,9 @@ import type { RuleKind } from '../robots/types.js';
  * - `proxy-auth-required`: proxy credentials are required and were missing or wrong
  *   (407 with `Proxy-Authenticate`, RFC 9110 §11.7.1).
  * - `proxy-auth-throttled`: the client's address spent its budget of failed credential checks
- *   (`access.maxAuthFailures` per `access.authFailureWindow`); answered 429 with `Retry-After`
- *   without checking the credentials.
+ *   (`access.maxAuthFailures` per `access.authFailureWindow`), or `access.maxCredentialChecks`
+ *   checks of new credentials were already running; answered 429 with `Retry-After` without
+ *   checking the credentials.
  * - `identity-mismatch`: a bound identity's User-Agent names none of its tokens and
  *   `onMismatch` is `deny` (403); or, at admission, a client of a `binding` client range sent
  *   valid proxy credentials for another identity (403, no identity facts).

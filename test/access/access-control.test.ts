@@ -281,6 +281,27 @@ describe('admission of credentials verified before, on a new connection (AccessC
     assert.equal(access.verifier?.bcryptRuns, 3);
   });
 
+  it('runs at most access.maxCredentialChecks bcrypt checks at once: a new check beyond is 429 unchecked, not counted as a failure; remembered credentials still get in', async () => {
+    const bounded = validateConfig({ access: { clients: ['127.0.0.0/8'], credentialsFile, maxAuthFailures: 2, authFailureWindow: '1m', maxCredentialChecks: 1 } });
+    const access = new AccessControl(prepareAccess(bounded), { clock: systemClock });
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.37', basic('alice', 'alice-pw')))), 'alice');
+    const [first, second] = [await server.requestFrom('127.0.0.38', basic('alice', 'guess-1')), await server.requestFrom('127.0.0.39', basic('alice', 'guess-2'))];
+    const running = access.admit(first);
+    assert.ok(running instanceof Promise, 'bcrypt runs');
+    const busy = await access.admit(second);
+    assert.equal(admitted(busy), 'proxy-auth-throttled', 'the one check allowed is in flight');
+    assert.ok(!busy.isAdmitted && busy.refusal.retryAfterSeconds === 1);
+    assert.match(!busy.isAdmitted ? String(busy.refusal.detail) : '', /access\.maxCredentialChecks/);
+    const remembered = access.admit(await server.requestFrom('127.0.0.39', basic('alice', 'alice-pw')));
+    assert.ok(!(remembered instanceof Promise), 'remembered credentials need no check');
+    assert.equal(admitted(remembered), 'alice');
+    assert.equal(admitted(await running), 'proxy-auth-required');
+    // The unchecked attempt spent none of .39's budget of 2: two real failures follow before it is throttled.
+    for (const guess of ['guess-2', 'guess-3']) assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.39', basic('alice', guess)))), 'proxy-auth-required');
+    assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.39', basic('alice', 'guess-4')))), 'proxy-auth-throttled');
+    assert.equal(access.verifier?.bcryptRuns, 4);
+  });
+
   it('a reload applies to remembered credentials: the identity\'s binding as configured now', async () => {
     const prepared = prepareAccess(config());
     const access = new AccessControl(prepared, { clock: systemClock });

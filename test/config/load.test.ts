@@ -228,6 +228,7 @@ describe('valid sample', () => {
         realm: 'Example crawl proxy',
         maxAuthFailures: 5,
         authFailureWindowMs: 600_000,
+        maxCredentialChecks: 4,
       },
       identities: {
         'lab-scrapers': { tokens: ['ExampleBot', 'ExampleImages'], userAgent: 'append' },
