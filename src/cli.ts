@@ -5,6 +5,8 @@
  * allowed), 1 runtime error (for `check`: some URL disallowed), 2 usage or
  * configuration error.
  */
+// First: V8 flags that must hold before any other module allocates (see the module).
+import './v8-flags.js';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
