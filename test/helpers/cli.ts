@@ -25,10 +25,20 @@ export interface CliRun {
  * @param options.env extra environment; `ROBOTS_PROXY_CONFIG` is cleared unless given here.
  */
 export function runCli(args: string[], options: { stdin?: string | Buffer; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ROBOTS_PROXY_CONFIG: undefined, ...options.env };
+  if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete env['ROBOTS_PROXY_CONFIG'];
+  return runNode(['--import', tsx, cli, ...args], { ...options, env });
+}
+
+/**
+ * Runs `node ...nodeArgs` (this Node's executable) to its end.
+ * @param options.stdin written to its standard input (a string as UTF-8, a Buffer as its bytes; default: nothing, closed).
+ * @param options.cwd working directory (default: the repository root).
+ * @param options.env its whole environment (default: this process's).
+ */
+export function runNode(nodeArgs: string[], options: { stdin?: string | Buffer; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, ROBOTS_PROXY_CONFIG: undefined, ...options.env };
-    if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete env['ROBOTS_PROXY_CONFIG'];
-    const child = spawn(process.execPath, ['--import', tsx, cli, ...args], { cwd: options.cwd ?? root, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, nodeArgs, { cwd: options.cwd ?? root, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
