@@ -262,10 +262,10 @@ export class FleetPacer implements RequestPacer {
   }
 
   /** Pacing while the store is unavailable: alone with delays x fleetSize (`local`), or refused (`deny`). */
-  #fallback(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome> {
+  #fallback(origin: string, delayMs: number, options: AcquireOptions): AcquireOutcome | Promise<AcquireOutcome> {
     const { fleetSize, onUnavailable, onFallback } = this.#options;
     onFallback?.(onUnavailable);
-    if (onUnavailable === 'deny') return Promise.resolve(DENIED);
+    if (onUnavailable === 'deny') return DENIED;
     const share = (maxConcurrency: number | undefined): number => Math.max(1, Math.floor((maxConcurrency ?? this.#pacing.maxConcurrency) / fleetSize));
     const limits = options.limits;
     return this.#local.acquire(origin, delayMs * fleetSize, {

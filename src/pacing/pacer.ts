@@ -100,7 +100,7 @@ export class Pacer {
   }
 
   /**
-   * Waits for a start slot at `origin`. Resolves at once with a refusal when the request would
+   * Waits for a start slot at `origin`. Answers at once with a refusal when the request would
    * have to wait and the origin already holds `maxQueue` waiting requests, or `options.identity`
    * already holds `maxQueuePerIdentity` of them, or its expected wait exceeds `maxWaitMs`
    * (`reason: 'queue-full'`, with `retryAfterSeconds`); when `signal` aborts while it waits
@@ -112,29 +112,31 @@ export class Pacer {
    *   agent, raised to any operator minimum for the origin (the caller computes it). 0: no spacing.
    * @param options see {@link AcquireOptions}: the identity (whose turn it waits for), abort
    *   signal, concurrency override, hold callback.
-   * @returns a promise of the outcome; it rejects with RangeError when `delayMs` is not a finite
-   *   number >= 0 or `maxConcurrency` is not an integer >= 1.
+   * @returns the outcome itself when it is known at once (a free slot with no delay due is granted
+   *   synchronously: no promise, no microtask hop, issue 11; a refusal likewise), else a promise of
+   *   it (the request waits). The promise rejects with RangeError when `delayMs` is not a finite
+   *   number >= 0 or `maxConcurrency` is not an integer >= 1. `await` takes either.
    */
-  acquire(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome> {
+  acquire(origin: string, delayMs: number, options: AcquireOptions): AcquireOutcome | Promise<AcquireOutcome> {
     try {
       checkRequestLimits(delayMs, options.maxConcurrency);
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.#isClosed) return Promise.resolve(CLOSED);
+    if (this.#isClosed) return CLOSED;
     const signal = options.signal;
-    if (signal?.aborted) return Promise.resolve(ABORTED);
+    if (signal?.aborted) return ABORTED;
     const maxConcurrency = options.maxConcurrency ?? this.#options.maxConcurrency;
     const state = this.#stateFor(origin);
     const nowMs = this.#clock.nowMs();
     const queue = state.queue;
     if (queue.size === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
       this.#remember(state, delayMs, maxConcurrency);
-      return Promise.resolve({ granted: true, slot: this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded) });
+      return { granted: true, slot: this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded) };
     }
     // Only an origin with state can refuse: a fresh one always starts at once above.
     const refusal = this.#refusalFor(state, options.identity, delayMs, nowMs);
-    if (refusal) return Promise.resolve({ granted: false, refusal });
+    if (refusal) return { granted: false, refusal };
     const promise = new Promise<AcquireOutcome>(capture);
     const waiter = new Waiter(takeCaptured(), state, delayMs, options.maxConcurrency, maxConcurrency, options.limits, nowMs, signal, options.onHoldExceeded, this.#onAbort);
     signal?.addEventListener('abort', waiter);
@@ -203,7 +205,7 @@ export class Pacer {
 
   /**
    * Stops the pacer: every waiting request resolves with `closed`, every timer is cleared,
-   * all state is dropped, and later `acquire` calls resolve with `closed`. Releasing a slot
+   * all state is dropped, and later `acquire` calls answer `closed`. Releasing a slot
    * granted earlier is harmless. Idempotent; never throws.
    */
   close(): void {

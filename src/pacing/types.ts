@@ -161,8 +161,8 @@ export interface PacingStats {
  * which puts the fleet-wide slot behind the local one.
  */
 export interface RequestPacer {
-  /** See `Pacer.acquire`. */
-  acquire(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome>;
+  /** See `Pacer.acquire`: the outcome itself when known at once, else a promise of it. */
+  acquire(origin: string, delayMs: number, options: AcquireOptions): AcquireOutcome | Promise<AcquireOutcome>;
   /** See `Pacer.originStats`. */
   originStats(origin: string): OriginPacingStats | undefined;
   /** See `Pacer.stats`. */

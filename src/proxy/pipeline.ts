@@ -357,7 +357,7 @@ export class RequestPipeline {
     return outcome.granted ? { slot: outcome.slot } : { refusal: outcome.refusal.reason };
   }
 
-  /** The pacer's `acquire` for a request with `limits` ({@link RequestPipeline.delayFor}). Never rejects. */
+  /** The pacer's `acquire` for a request with `limits` ({@link RequestPipeline.delayFor}): the outcome when known at once, else its promise. Never rejects. */
   #requestSlot(
     decision: Decision,
     policyRequest: PolicyRequest,
@@ -365,7 +365,7 @@ export class RequestPipeline {
     identity: string,
     signal: AbortSignalLike,
     onHoldExceeded: ((heldMs: number) => void) | undefined,
-  ): Promise<AcquireOutcome> {
+  ): AcquireOutcome | Promise<AcquireOutcome> {
     const { delayMs, maxConcurrency } = limits;
     // A reload while this request waits re-reads the policy rules and operator minimums through `limits`.
     const options: AcquireOptions = { identity, signal, limits: () => this.delayFor(decision, policyRequest) };
@@ -398,8 +398,9 @@ export class RequestPipeline {
    * Handles one proxied request end to end: admit, decide, pace, forward, audit. The request is
    * one {@link ProxiedExchange} record; the awaits are the admission's (only when credentials are
    * verified), the decision's (only when the guard or the robots cache must wait), the pacer's
-   * and the relay's (issue 11). Rejects only on a bug, for the caller's error boundary (which
-   * audits the request); it is no longer counted in flight then.
+   * (only when the request must wait for its slot) and the relay's (issue 11). Rejects only on a
+   * bug, for the caller's error boundary (which audits the request); it is no longer counted in
+   * flight then.
    */
   async handle(p: ProxiedRequest): Promise<void> {
     const { req, res, target } = p;
@@ -428,7 +429,9 @@ export class RequestPipeline {
 
       const limits = this.delayFor(decision, decided.policyRequest, decided.matched);
       const waitStartedAtMs = this.deps.clock.nowMs();
-      const outcome = await this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
+      let outcome = this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
+      // A free slot is granted synchronously: no microtask hop then (issue 11).
+      if (outcome instanceof Promise) outcome = await outcome;
       recordPacing(decision, outcome, limits.delayMs, waitStartedAtMs, this.deps.clock);
       if (!outcome.granted) {
         // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.

@@ -84,10 +84,10 @@ describe('Pacer refusals', () => {
 
   it('rejects a delay that is not a finite number >= 0', async () => {
     const pacer = new Pacer({ maxConcurrency: 1, maxWaitMs: 0, maxQueue: 0 }, new FakeClock());
-    await assert.rejects(pacer.acquire(A, Number.NaN, { identity: 'c' }), RangeError);
-    await assert.rejects(pacer.acquire(A, -1, { identity: 'c' }), RangeError);
-    await assert.rejects(pacer.acquire(A, Infinity, { identity: 'c' }), RangeError);
-    await assert.rejects(pacer.acquire(A, 0, { identity: 'c', maxConcurrency: 0 }), RangeError);
+    await assert.rejects(Promise.resolve(pacer.acquire(A, Number.NaN, { identity: 'c' })), RangeError);
+    await assert.rejects(Promise.resolve(pacer.acquire(A, -1, { identity: 'c' })), RangeError);
+    await assert.rejects(Promise.resolve(pacer.acquire(A, Infinity, { identity: 'c' })), RangeError);
+    await assert.rejects(Promise.resolve(pacer.acquire(A, 0, { identity: 'c', maxConcurrency: 0 })), RangeError);
     assert.throws(() => new Pacer({ maxConcurrency: 0, maxWaitMs: 0, maxQueue: 0 }, new FakeClock()), RangeError);
     assert.throws(() => new Pacer({ maxConcurrency: 1, maxWaitMs: -1, maxQueue: 0 }, new FakeClock()), RangeError);
   });

@@ -105,7 +105,7 @@ async function run(scenario: Scenario): Promise<void> {
       }, plan.abortAtMs);
     }
     const options = { identity: `client-${plan.identity}`, signal: controller.signal, ...(plan.maxConcurrency !== null ? { maxConcurrency: plan.maxConcurrency } : {}) };
-    void pacer.acquire(ORIGINS[plan.origin] ?? '', plan.delayMs, options).then((outcome) => {
+    void Promise.resolve(pacer.acquire(ORIGINS[plan.origin] ?? '', plan.delayMs, options)).then((outcome) => {
       record.outcome = outcome;
       if (!outcome.granted) return;
       record.startMs = clock.nowMs();

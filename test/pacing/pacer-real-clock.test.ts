@@ -15,7 +15,7 @@ describe('Pacer on the system clock', () => {
     try {
       const outcomes = await Promise.all(
         Array.from({ length: 10 }, () =>
-          pacer.acquire('http://127.0.0.1:1', 20, { identity: 'client' }).then((outcome) => {
+          Promise.resolve(pacer.acquire('http://127.0.0.1:1', 20, { identity: 'client' })).then((outcome) => {
             if (!outcome.granted) throw new Error(`refused: ${outcome.refusal.reason}`);
             const observedMs = systemClock.nowMs();
             outcome.slot.release({ status: 200 });

@@ -33,7 +33,7 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
     const hog = await grant(pacer, clock, t0, 1000, (heldMs) => held.push(heldMs));
     const starts: number[] = [];
     const others = [1, 2, 3].map(() =>
-      pacer.acquire(A, 1000, { identity: 'client' }).then((outcome) => {
+      Promise.resolve(pacer.acquire(A, 1000, { identity: 'client' })).then((outcome) => {
         assert.ok(outcome.granted);
         starts.push(clock.nowMs() - t0);
         outcome.slot.release({ status: 200 });
@@ -64,7 +64,7 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
     await grant(pacer, clock, t0, 0);
     await grant(pacer, clock, t0, 0);
     let startedAt: number | undefined;
-    const third = pacer.acquire(A, 0, { identity: 'client' }).then((o) => {
+    const third = Promise.resolve(pacer.acquire(A, 0, { identity: 'client' })).then((o) => {
       assert.ok(o.granted);
       startedAt = clock.nowMs() - t0;
       o.slot.release();
@@ -99,7 +99,7 @@ describe('Pacer slot hold bound (maxSlotHoldMs)', () => {
     await clock.advance(2000); // reclaimed
     hog.slot.release({ status: 429, retryAfter: '30' });
     let grantedAt: number | undefined;
-    const pending = pacer.acquire(A, 1000, { identity: 'client' }).then((o) => {
+    const pending = Promise.resolve(pacer.acquire(A, 1000, { identity: 'client' })).then((o) => {
       assert.ok(o.granted);
       grantedAt = clock.nowMs() - t0;
       o.slot.release({ status: 200 });

@@ -62,7 +62,7 @@ export class Harness {
     const trace: Trace = { origin, identity, delayMs, outcome: undefined, startMs: undefined, endMs: undefined, slot: undefined };
     this.traces.push(trace);
     const { signal, maxConcurrency, limits } = plan;
-    void this.pacer.acquire(origin, delayMs, { identity, ...(signal ? { signal } : {}), ...(maxConcurrency ? { maxConcurrency } : {}), ...(limits ? { limits } : {}) }).then((outcome) => {
+    void Promise.resolve(this.pacer.acquire(origin, delayMs, { identity, ...(signal ? { signal } : {}), ...(maxConcurrency ? { maxConcurrency } : {}), ...(limits ? { limits } : {}) })).then((outcome) => {
       trace.outcome = outcome;
       if (!outcome.granted) return;
       trace.slot = outcome.slot;
