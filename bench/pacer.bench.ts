@@ -67,7 +67,9 @@ async function runSeries(series: Series, requests: number): Promise<number> {
     while (remaining > 0) {
       remaining -= 1;
       const signal = series.signal === 'cancel' ? new CancelSignal() : new AbortController().signal;
-      const outcome = await pacer.acquire(ORIGIN, 0, { identity, signal, onHoldExceeded });
+      // As the pipeline does: await only a promise (a free slot is granted synchronously).
+      let outcome = pacer.acquire(ORIGIN, 0, { identity, signal, onHoldExceeded });
+      if (outcome instanceof Promise) outcome = await outcome;
       if (!outcome.granted) {
         refused += 1;
         continue;

@@ -68,13 +68,51 @@ function internalErrorDecision(): Decision {
 }
 
 /**
- * Runs the handler of one request that has a `ServerResponse` (the listener,
- * the server inside tunnels). On a throw or rejection: 500 if no head was
- * sent, else the connection is closed; logged and audited. Never throws.
+ * The boundary of one listener's requests that have a `ServerResponse` (the listener, the server
+ * inside tunnels): one object per listener and scope, made at start-up, so the common path
+ * allocates nothing (issue 11: no closure and no promise per request). A handler that returns
+ * a promise that may reject gets one rejection handler (a closure and the `then` promise); a
+ * handler that reports its own failures through {@link RequestBoundary.fail} (the pipeline)
+ * returns nothing and costs nothing here.
+ *
+ * On a throw or rejection: 500 if no head was sent, else the connection is closed; logged and
+ * audited. Never throws.
  */
-export function guardRequest(deps: BoundaryDeps, scope: BoundaryScope, req: IncomingMessage, res: ServerResponse, work: () => unknown): void {
-  const startedAtMs = deps.clock.nowMs();
-  run(work, (err) => {
+export class RequestBoundary {
+  /**
+   * @param deps clock, logger, audit sink.
+   * @param scope the log's `where` and the access line's `via`.
+   * @param handler the request handler; may return a promise (its rejection is caught).
+   */
+  constructor(
+    readonly deps: BoundaryDeps,
+    readonly scope: BoundaryScope,
+    private readonly handler: (req: IncomingMessage, res: ServerResponse) => unknown,
+  ) {}
+
+  /** Runs the handler for one request. Never throws. */
+  run(req: IncomingMessage, res: ServerResponse): void {
+    let pending: unknown;
+    try {
+      pending = this.handler(req, res);
+    } catch (err) {
+      // Thrown before the handler returned: the request began now.
+      this.fail(req, res, this.deps.clock.nowMs(), err);
+      return;
+    }
+    if (pending instanceof Promise) {
+      const startedAtMs = this.deps.clock.nowMs();
+      pending.then(undefined, (err: unknown) => this.fail(req, res, startedAtMs, err));
+    }
+  }
+
+  /**
+   * Answers a request whose handling failed with `err`: logged (`event: internal-error`), 500
+   * when no head was sent (else the connection is closed), audited with `startedAtMs` (ms, the
+   * boundary's clock) as the request's start. Never throws.
+   */
+  fail(req: IncomingMessage, res: ServerResponse, startedAtMs: number, err: unknown): void {
+    const { deps, scope } = this;
     logInternalError(deps.logger, scope.where, err);
     try {
       const decision = internalErrorDecision();
@@ -93,9 +131,21 @@ export function guardRequest(deps: BoundaryDeps, scope: BoundaryScope, req: Inco
       deps.onFinished(ownAnswerEntry(req, decision, { startedAtMs, nowMs: deps.clock.nowMs(), status, via: scope.via, bytesSent, error: INTERNAL_ERROR_CODE }));
     } catch (secondary) {
       logInternalError(deps.logger, `${scope.where}/boundary`, secondary);
-      res.destroy();
+      try {
+        res.destroy();
+      } catch {
+        // Never throws.
+      }
     }
-  });
+  }
+}
+
+/**
+ * Runs the handler of one request that has a `ServerResponse` once (see {@link RequestBoundary},
+ * which a listener keeps for all its requests). Never throws.
+ */
+export function guardRequest(deps: BoundaryDeps, scope: BoundaryScope, req: IncomingMessage, res: ServerResponse, work: () => unknown): void {
+  new RequestBoundary(deps, scope, work).run(req, res);
 }
 
 /**

@@ -29,6 +29,7 @@ import { ByteCounter, pathAndQueryOf, ProxiedExchange, recordPacing } from './pr
 import { requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
+import type { RequestBoundary } from './error-boundary.js';
 
 /** Where robots snapshots come from (the robots cache). */
 export interface SnapshotSource {
@@ -81,6 +82,8 @@ export interface ProxiedRequest {
   via: 'http' | 'https-intercepted' | 'http-tunnelled';
   /** The CONNECT's admission, for a request inside a tunnel (it covers every request in the tunnel). */
   tunnel?: AdmittedClient;
+  /** The listener's error boundary: {@link RequestPipeline.handle} reports a bug there and never rejects. */
+  boundary: RequestBoundary;
 }
 
 /** The port a connection to `url` uses. */
@@ -398,15 +401,18 @@ export class RequestPipeline {
    * Handles one proxied request end to end: admit, decide, pace, forward, audit. The request is
    * one {@link ProxiedExchange} record; the awaits are the admission's (only when credentials are
    * verified), the decision's (only when the guard or the robots cache must wait), the pacer's
-   * (only when the request must wait for its slot) and the relay's (issue 11). Rejects only on a
-   * bug, for the caller's error boundary (which audits the request); it is no longer counted in
-   * flight then.
+   * (only when the request must wait for its slot) and the relay's (issue 11). Never rejects: a
+   * bug is reported to `p.boundary` (500 or a close, logged and audited), once the request no
+   * longer counts in flight; so the listener attaches no rejection handler (no closure, no
+   * promise per request).
    */
   async handle(p: ProxiedRequest): Promise<void> {
     const { req, res, target } = p;
-    const userAgent = req.headers['user-agent'];
-    const x = new ProxiedExchange(p, this.deps, this.inFlight, userAgent, this.tokensOf(userAgent));
+    let exchange: ProxiedExchange | undefined;
     try {
+      const userAgent = req.headers['user-agent'];
+      const x = new ProxiedExchange(p, this.deps, this.inFlight, userAgent, this.tokensOf(userAgent));
+      exchange = x;
       // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
       let admitted = this.isDraining ? undefined : this.admit(req, p.tunnel ? { origin: x.origin, tunnel: p.tunnel } : { origin: x.origin });
       // Admission answers at once unless credentials are verified: no microtask hop then.
@@ -441,8 +447,11 @@ export class RequestPipeline {
       }
       this.#settleRelay(x, await this.#sendUpstream(x, outcome.slot, identity));
       x.finish();
+    } catch (err) {
+      if (exchange !== undefined) this.inFlight.delete(exchange);
+      p.boundary.fail(req, res, exchange?.startedAtMs ?? this.deps.clock.nowMs(), err);
     } finally {
-      this.inFlight.delete(x);
+      if (exchange !== undefined) this.inFlight.delete(exchange);
     }
   }
 

@@ -11,7 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
-import { guardRequest, guardSocketRequest, type BoundaryDeps } from './error-boundary.js';
+import { guardSocketRequest, RequestBoundary, type BoundaryDeps } from './error-boundary.js';
 import { hasVisitedProxy } from './headers.js';
 import { answerClientError, refuseRequest, type RequestVia } from './own-answer.js';
 import type { RequestPipeline } from './pipeline.js';
@@ -54,15 +54,20 @@ export class TunnelRequestServer {
   private readonly sessions = new WeakMap<object, TunnelSession>();
   /** The tunnels' connections, for a drain. */
   private readonly drainTracker: ConnectionTracker;
+  /** The error boundary of the requests of each kind of tunnel. */
+  private readonly boundaries: Record<'https-intercepted' | 'http-tunnelled', RequestBoundary>;
 
   constructor(private readonly deps: TunnelRequestDeps) {
     this.server = http.createServer({ keepAliveTimeout: deps.keepAliveTimeoutMs ?? 5000 });
     // Before the request listener: a drain must see each response before anything is written to it.
     this.drainTracker = new ConnectionTracker(this.server);
-    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      const via = viaOf(this.sessions.get(req.socket));
-      guardRequest(deps, { where: 'tunnel-request', via }, req, res, () => this.onRequest(req, res));
-    });
+    // One boundary per `via`, for all requests: nothing allocated per request for it (issue 11).
+    const onRequest = (req: IncomingMessage, res: ServerResponse): Promise<void> | void => this.onRequest(req, res);
+    this.boundaries = {
+      'https-intercepted': new RequestBoundary(deps, { where: 'tunnel-request', via: 'https-intercepted' }, onRequest),
+      'http-tunnelled': new RequestBoundary(deps, { where: 'tunnel-request', via: 'http-tunnelled' }, onRequest),
+    };
+    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => this.boundaries[viaOf(this.sessions.get(req.socket))].run(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.drainTracker.detach(socket);
       // The server drops its own error listener from an upgraded socket.
@@ -119,14 +124,16 @@ export class TunnelRequestServer {
     return decideWithoutRobots(bound.reason, { origin, detail: bound.detail });
   }
 
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Not `async`, and the pipeline's promise is not returned: it never rejects (see {@link RequestPipeline.handle}). */
+  private onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
     const session = this.sessions.get(req.socket);
     if (!session) return void res.destroy();
     this.noteRequestHead(session);
     const via = viaOf(session);
     const bound = this.bind(req, session);
     if (!(bound instanceof URL)) return refuseRequest(this.deps, req, res, bound, via);
-    await this.deps.pipeline.handle({ req, res, target: bound, via, ...(session.admitted ? { tunnel: session.admitted } : {}) });
+    const boundary = this.boundaries[via];
+    void this.deps.pipeline.handle(session.admitted ? { req, res, target: bound, via, tunnel: session.admitted, boundary } : { req, res, target: bound, via, boundary });
   }
 
   private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
