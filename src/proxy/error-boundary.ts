@@ -141,14 +141,6 @@ export class RequestBoundary {
 }
 
 /**
- * Runs the handler of one request that has a `ServerResponse` once (see {@link RequestBoundary},
- * which a listener keeps for all its requests). Never throws.
- */
-export function guardRequest(deps: BoundaryDeps, scope: BoundaryScope, req: IncomingMessage, res: ServerResponse, work: () => unknown): void {
-  new RequestBoundary(deps, scope, work).run(req, res);
-}
-
-/**
  * Runs the handler of a request that owns a raw socket (CONNECT, Upgrade).
  * On a throw or rejection: a 500 written on the socket when nothing was
  * written to it yet, else the socket is closed; logged and audited. Never throws.

@@ -11,7 +11,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { systemClock } from '../../src/clock.js';
 import type { AccessEntry } from '../../src/audit/access-entry.js';
-import { guardConnection, guardRequest, guardSocketRequest, INTERNAL_ERROR_CODE, type BoundaryDeps } from '../../src/proxy/error-boundary.js';
+import { guardConnection, guardSocketRequest, RequestBoundary, INTERNAL_ERROR_CODE, type BoundaryDeps } from '../../src/proxy/error-boundary.js';
 import { captureLogs, type LogCapture } from '../helpers/harness.js';
 import { readToEnd } from '../helpers/https-support.js';
 
@@ -40,20 +40,20 @@ describe('error boundaries', () => {
       },
     };
     server = http.createServer();
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      guardRequest(deps, { where: 'test-request', via: 'http' }, req, res, () => {
-        if (req.url === '/sync') throw new TypeError('boom (sync)');
-        if (req.url === '/async') return Promise.reject(new RangeError('boom (async)'));
-        if (req.url === '/after-head') {
-          res.writeHead(200, { 'content-type': 'text/plain' });
-          res.write('partial');
-          throw new Error('boom after the head');
-        }
-        if (req.url === '/not-an-error') throw 'a string, not an Error';
-        res.end('ok');
-        return undefined;
-      });
+    // One boundary per listener, as the proxy's listeners keep it.
+    const boundary = new RequestBoundary(deps, { where: 'test-request', via: 'http' }, (req, res) => {
+      if (req.url === '/sync') throw new TypeError('boom (sync)');
+      if (req.url === '/async') return Promise.reject(new RangeError('boom (async)'));
+      if (req.url === '/after-head') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('partial');
+        throw new Error('boom after the head');
+      }
+      if (req.url === '/not-an-error') throw 'a string, not an Error';
+      res.end('ok');
+      return undefined;
     });
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => boundary.run(req, res));
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
       socket.on('error', () => socket.destroy());
       guardSocketRequest(deps, { where: 'test-upgrade', via: 'http' }, req, socket, async () => {

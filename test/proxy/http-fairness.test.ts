@@ -47,6 +47,14 @@ function sendFrom(proxy: Proxy, localAddress: string, url: string, json = false)
   return { request, answer };
 }
 
+/** An origin whose robots.txt allows everything with `Crawl-delay: 1`, answering every page. */
+function startCrawlDelayOrigin(): Promise<TestOrigin> {
+  return startOrigin((req, res) => {
+    if (req.url === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nCrawl-delay: 1\n');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`page ${req.url}\n`);
+  });
+}
+
 function pageHits(origin: TestOrigin): string[] {
   return origin.hits.filter((h) => h.url !== '/robots.txt').map((h) => h.url);
 }
@@ -130,10 +138,7 @@ describe('per-client queue cap through the proxy (pacing.maxQueuePerIdentity, fa
   let origin: TestOrigin;
 
   before(async () => {
-    origin = await startOrigin((req, res) => {
-      if (req.url === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nCrawl-delay: 1\n');
-      res.writeHead(200, { 'content-type': 'text/plain' }).end(`page ${req.url}\n`);
-    });
+    origin = await startCrawlDelayOrigin();
     proxy = await startTestProxy({ https: { mode: 'tunnel' }, pacing: { maxQueue: 10, maxQueuePerIdentity: 2, maxWait: '1m' } }, { clock });
   });
   after(async () => {
@@ -176,10 +181,7 @@ describe('identity names and client addresses are separate fairness keys (fake c
   let origin: TestOrigin;
 
   before(async () => {
-    origin = await startOrigin((req, res) => {
-      if (req.url === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nCrawl-delay: 1\n');
-      res.writeHead(200, { 'content-type': 'text/plain' }).end(`page ${req.url}\n`);
-    });
+    origin = await startCrawlDelayOrigin();
     // 127.0.0.1 is the identity named "127.0.0.2" (a valid name); 127.0.0.2 itself is an anonymous client.
     proxy = await startTestProxy(
       {
