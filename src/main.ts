@@ -37,6 +37,7 @@ import { loadOrCreateCa, type CaMaterial } from './proxy/tls/certificate-authori
 import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
 import { CertificateError, ConfigError, UnknownIdentityError } from './errors.js';
 import { AccessControl, prepareAccess, type PreparedAccess } from './access/access-control.js';
+import { compareCredentials, type CredentialsChange } from './access/credentials-file.js';
 import { resolveAdminToken } from './access/admin-token.js';
 import type { SecretFileWarning } from './access/secret-file-mode.js';
 import { isLoopbackHost } from './config/schema.js';
@@ -449,8 +450,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     if (options.configPath === undefined) {
       return { ok: false, error: 'config-invalid', file: '', message: 'the proxy was not started from a configuration file' };
     }
-    const prepare = (next: Config): void => {
+    const prepare = (next: Config): CredentialsChange | undefined => {
       preparedAccess = prepareAccess(next);
+      return preparedAccess.credentials === undefined ? undefined : compareCredentials(access.credentials, preparedAccess.credentials);
     };
     return reloadConfigFile(options.configPath, { config: current, isDraining: drain?.isDraining ?? false, prepare, apply }, logger);
   };

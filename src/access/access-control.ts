@@ -98,6 +98,7 @@ export class AccessControl {
   #config!: Config;
   #ranges!: ClientRanges;
   #verifier: CredentialVerifier | undefined;
+  #credentials: Credentials | undefined;
   #identities = new Map<string, Identity>();
   readonly #throttle: AuthThrottle;
   /** Bumped by every {@link AccessControl.apply}: a credential verified under an older generation is checked again. */
@@ -125,6 +126,7 @@ export class AccessControl {
   apply(prepared: PreparedAccess): void {
     const { config } = prepared;
     this.#config = config;
+    this.#credentials = prepared.credentials;
     this.#generation += 1;
     this.#ranges = new ClientRanges(config.access.clients);
     this.#identities = new Map();
@@ -136,6 +138,11 @@ export class AccessControl {
       this.#verifier.setCredentials(prepared.credentials);
       this.#verifier.setMaxChecks(config.access.maxCredentialChecks);
     }
+  }
+
+  /** The credentials file in force (parsed), or undefined without `access.credentialsFile`. */
+  get credentials(): Credentials | undefined {
+    return this.#credentials;
   }
 
   /** The credential verifier in force (undefined without a credentials file), for figures. */

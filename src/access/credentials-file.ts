@@ -24,6 +24,39 @@ export interface CredentialEntry {
 /** The parsed file: users by name. */
 export type Credentials = ReadonlyMap<string, CredentialEntry>;
 
+/**
+ * How a reloaded credentials file differs from the one in force, in users (no names: the
+ * answer of `POST /reload` and the reload's log line say that the file took effect, not who
+ * is in it).
+ */
+export interface CredentialsChange {
+  /** Users in the new file. */
+  readonly users: number;
+  /** Users in the new file and not in the old one. */
+  readonly added: number;
+  /** Users in the old file and not in the new one. */
+  readonly removed: number;
+  /** Users in both whose hash or identity differs. */
+  readonly changed: number;
+}
+
+/**
+ * Compares two parsed credentials files (`before` undefined: no file was in force). Pure.
+ * @returns the counts; all of `added`, `removed`, `changed` 0 when the files name the same users with the same hashes and identities.
+ */
+export function compareCredentials(before: Credentials | undefined, after: Credentials): CredentialsChange {
+  let added = 0;
+  let changed = 0;
+  for (const [user, entry] of after) {
+    const old = before?.get(user);
+    if (old === undefined) added += 1;
+    else if (old.hash !== entry.hash || old.identity !== entry.identity) changed += 1;
+  }
+  let removed = 0;
+  if (before !== undefined) for (const user of before.keys()) if (!after.has(user)) removed += 1;
+  return { users: after.size, added, removed, changed };
+}
+
 /** Largest credentials file read, bytes (bounded everything). */
 export const MAX_CREDENTIALS_FILE_BYTES = 16 * 1_048_576;
 

@@ -143,7 +143,8 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  * - `GET /report`, `/report/data/<table>.json|csv`, `/report/robots-diff.json`: the
  *   compliance report and its data (answered by `report`);
  * - `POST /reload`: re-reads the configuration file (see {@link AdminServerOptions.reload}):
- *   200 `{"status":"reloaded","applied":[...],"restartRequired":[...]}`; 422 `config-invalid`
+ *   200 `{"status":"reloaded","applied":[...],"restartRequired":[...]}` (with `"credentials":
+ *   {"users","added","removed","changed"}` when a credentials file is configured); 422 `config-invalid`
  *   with `file`, `key`, `line`, `column` (nothing changed); 503 `shutting-down`; 403
  *   `cross-origin` when the request carries an `Origin` header; 404 `reload-unavailable`;
  * - anything else: 404. A target longer than `maxUrlBytes`: 414.
@@ -298,7 +299,7 @@ export class AdminServer {
     }
     const report = reload();
     if (report.ok) {
-      sendJson(res, 200, { status: 'reloaded', file: report.file, applied: report.applied, restartRequired: report.restartRequired });
+      sendJson(res, 200, { status: 'reloaded', file: report.file, applied: report.applied, restartRequired: report.restartRequired, ...(report.credentials ? { credentials: report.credentials } : {}) });
       return;
     }
     const { ok: _ok, error, message, ...where } = report;

@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { loadConfig, planReload, type Config } from '../config/index.js';
+import type { CredentialsChange } from '../access/credentials-file.js';
 import { ConfigError } from '../errors.js';
 
 /** The outcome of one reload, as logged and as `POST /reload` answers it. */
@@ -17,6 +18,12 @@ export type ReloadReport =
       applied: readonly string[];
       /** YAML keys that changed but need a restart; their running value was kept. */
       restartRequired: readonly string[];
+      /**
+       * When `access.credentialsFile` is set: the file re-read, against the one in force before
+       * (counts only). A file whose users changed puts `access.credentialsFile` in `applied`
+       * even when its path did not change.
+       */
+      credentials?: CredentialsChange;
     }
   | {
       ok: false;
@@ -39,9 +46,10 @@ export interface Reloadable {
   readonly isDraining: boolean;
   /**
    * Reads what `config` names besides itself (the credentials file) before anything is applied;
-   * throwing (a {@link ConfigError}) fails the reload with nothing changed. Optional.
+   * throwing (a {@link ConfigError}) fails the reload with nothing changed. Returns how the
+   * credentials file differs from the one in force (undefined when none is configured). Optional.
    */
-  prepare?(config: Config): void;
+  prepare?(config: Config): CredentialsChange | undefined;
   /** Puts `config` in force in every component (it already keeps the restart-only keys). */
   apply(config: Config): void;
 }
@@ -50,7 +58,8 @@ export interface Reloadable {
  * Reads `file`, validates it (and what `target.prepare` reads, e.g. the credentials file) and
  * applies it to `target`. A file that cannot be read or does not validate changes nothing: the running configuration stays in force and the error is logged
  * (`event: config-reload-failed`, with file, key, line and column). Otherwise the keys that can
- * change live are applied (`event: config-reloaded`, level info) and those that need a restart
+ * change live are applied (`event: config-reloaded`, level info, with the credentials file's
+ * {@link CredentialsChange} when one is configured) and those that need a restart
  * are named in a warning (`event: config-restart-required`) and keep their running value.
  * Synchronous: nothing else runs between the read and the swap. Never throws.
  */
@@ -60,9 +69,10 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
     return { ok: false, error: 'shutting-down', file, message: 'the proxy is shutting down' };
   }
   let plan: ReturnType<typeof planReload>;
+  let credentials: CredentialsChange | undefined;
   try {
     plan = planReload(target.config, loadConfig(file));
-    target.prepare?.(plan.config);
+    credentials = target.prepare?.(plan.config);
   } catch (err) {
     const where = err instanceof ConfigError ? { key: err.key, line: err.line, column: err.column } : {};
     const message = err instanceof Error ? err.message : String(err);
@@ -80,6 +90,9 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
       ...(where.column !== undefined ? { column: where.column } : {}),
     };
   }
+  const contentsChanged = credentials !== undefined && credentials.added + credentials.removed + credentials.changed > 0;
+  const applied = contentsChanged && !plan.applied.includes('access.credentialsFile') ? [...plan.applied, 'access.credentialsFile'] : plan.applied;
+  const extra = credentials === undefined ? {} : { credentials };
   // Logged before the swap, so a reload that raises log.level still leaves its trace.
   if (plan.restartRequired.length > 0) {
     logger.warn(
@@ -87,7 +100,7 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
       `configuration reloaded, but ${plan.restartRequired.join(', ')} changed and take effect only after a restart: their running values are kept`,
     );
   }
-  logger.info({ event: 'config-reloaded', file, applied: plan.applied, restartRequired: plan.restartRequired }, 'configuration reloaded');
+  logger.info({ event: 'config-reloaded', file, applied, restartRequired: plan.restartRequired, ...extra }, 'configuration reloaded');
   target.apply(plan.config);
-  return { ok: true, file, applied: plan.applied, restartRequired: plan.restartRequired };
+  return { ok: true, file, applied, restartRequired: plan.restartRequired, ...extra };
 }

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import { parseCredentials, readCredentialsFile } from '../../src/access/credentials-file.js';
+import { compareCredentials, parseCredentials, readCredentialsFile } from '../../src/access/credentials-file.js';
 import { ConfigError } from '../../src/errors.js';
 
 const HASH = bcrypt.hashSync('correct horse', 4);
@@ -54,4 +54,15 @@ test('an unreadable file is a ConfigError naming the key', () => {
   const file = join(dir, 'users');
   writeFileSync(file, `alice:${HASH}\n`);
   assert.equal(readCredentialsFile(file).size, 1);
+});
+
+test('compareCredentials counts users added, removed, and changed in hash or identity', () => {
+  const hashA = bcrypt.hashSync('a', 4);
+  const hashB = bcrypt.hashSync('b', 4);
+  const before = parseCredentials(`alice:${hashA}\nbob:${hashA}:lab\ncarol:${hashA}\n`, 'users');
+  const after = parseCredentials(`alice:${hashA}\nbob:${hashA}:other-lab\ncarol:${hashB}\ndave:${hashB}\neve:${hashB}\n`, 'users');
+  assert.deepEqual(compareCredentials(before, after), { users: 5, added: 2, removed: 0, changed: 2 });
+  assert.deepEqual(compareCredentials(after, before), { users: 3, added: 0, removed: 2, changed: 2 });
+  assert.deepEqual(compareCredentials(before, before), { users: 3, added: 0, removed: 0, changed: 0 });
+  assert.deepEqual(compareCredentials(undefined, before), { users: 3, added: 3, removed: 0, changed: 0 }, 'a first file adds every user');
 });

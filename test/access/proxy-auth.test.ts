@@ -175,6 +175,12 @@ describe('proxy authentication with real clients', () => {
     appendFileSync(credentialsFile, `carol:${bcrypt.hashSync(carol, 4)}\n`);
     const reloaded = await fetch(`${proxy.adminUrl}/reload`, { method: 'POST' });
     assert.equal(reloaded.status, 200);
+    const answer = (await reloaded.json()) as { applied: string[]; credentials: unknown };
+    assert.deepEqual(answer.credentials, { users: 3, added: 1, removed: 0, changed: 0 }, 'the answer counts the added user');
+    assert.ok(answer.applied.includes('access.credentialsFile'), 'a changed file is among the applied keys');
+    const unchanged = (await (await fetch(`${proxy.adminUrl}/reload`, { method: 'POST' })).json()) as { applied: string[]; credentials: unknown };
+    assert.deepEqual(unchanged.credentials, { users: 3, added: 0, removed: 0, changed: 0 });
+    assert.ok(!unchanged.applied.includes('access.credentialsFile'), 'the same file again changes nothing');
     assert.equal((await get(proxy.proxyAddress.port, `${origin.url}/c`, { headers: { 'proxy-authorization': basic('carol', carol) } })).status, 200);
     appendFileSync(credentialsFile, 'dave:plain-text-password\n');
     const bad = await fetch(`${proxy.adminUrl}/reload`, { method: 'POST' });
