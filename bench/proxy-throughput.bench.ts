@@ -26,6 +26,12 @@
  *                  action pace, maxConcurrency 4: the default, so pacing is unchanged)
  *   rp-policy20-none  the same 20 rules with the last one on 127.0.0.2: none matches (the
  *                  matching alone, without a rule's facts in the Decision and the log line)
+ *   rp-same, rp-same-auth-policy20  ONE robots-proxy process measured as both: before each
+ *                  run its config file is rewritten (rp's, or rp-auth-policy20's) and
+ *                  `POST /reload` applies it, then one request warms it (the credential's
+ *                  bcrypt check). The two are measured back to back in every round, so their
+ *                  ratio is free of the state that makes one process differ from another
+ *                  (issue 8's "within 5% of the same run without them"); printed per pair
  * robots-proxy deviates from config/default.yaml in upstream.allowPrivateNetworks
  * (true: the origins are on loopback, which the default refuses), and in the
  * ports and stateDir (free ports, a temp dir); nothing else.
@@ -271,6 +277,11 @@ interface Running {
   proxyAuthorization?: string;
   /** The access log file, when this target writes one. */
   logFile?: string;
+  /**
+   * robots-proxy only: rewrites its config file as `rp`'s plus `changes` and applies it (`POST /reload`);
+   * rejects when the reload is refused.
+   */
+  reconfigure?(changes: Array<[string[], unknown]>): Promise<void>;
   stop(): Promise<void>;
 }
 interface Target {
@@ -281,6 +292,8 @@ interface Target {
   /** A floor target: runs when BENCH_FLOOR=1 or when BENCH_ONLY names it (it would double the default run). */
   floor?: boolean;
   start(): Promise<Running>;
+  /** Called before each run of this target (warm-up included), untimed: e.g. a reload into this target's config. `origin`: `host:port` of one origin of the shape. */
+  prepare?(run: Running, origin: string): Promise<void>;
 }
 
 /** Squid's minimal config: no cache, loopback clients only, one process, every file in `dir`. */
@@ -350,13 +363,13 @@ async function startRobotsProxy(pin: string[], workDir: string, name: string, ch
   mkdirSync(dir);
   const [port, adminPort] = [await freePort(), await freePort()];
   const configPath = join(dir, 'config.yaml');
-  proxyConfigFile(configPath, [
+  const placement: Array<[string[], unknown]> = [
     [['listen', 'port'], port],
     [['admin', 'port'], adminPort],
     [['stateDir'], join(dir, 'state')],
     [['upstream', 'allowPrivateNetworks'], true],
-    ...changes,
-  ], repo);
+  ];
+  proxyConfigFile(configPath, [...placement, ...changes], repo);
   const logFile = join(dir, 'stdout.log');
   const stdout = openSync(logFile, 'a');
   const stderr = openSync(join(dir, 'stderr.log'), 'a');
@@ -370,8 +383,72 @@ async function startRobotsProxy(pin: string[], workDir: string, name: string, ch
   } catch (err) {
     throw new Error(`${name}: ${(err as Error).message}; stderr: ${readFileSync(join(dir, 'stderr.log'), 'utf8').slice(0, 2000)}`);
   }
-  return { pid: child.pid!, port, logFile, stop: () => stopChild(child) };
+  const reconfigure = async (next: Array<[string[], unknown]>): Promise<void> => {
+    proxyConfigFile(configPath, [...placement, ...next], repo);
+    const answer = await httpExchange({ port: adminPort, method: 'POST', path: '/reload' });
+    if (answer.status !== 200) throw new Error(`${name}: POST /reload answered ${answer.status}: ${answer.body.slice(0, 500)}`);
+  };
+  return { pid: child.pid!, port, logFile, reconfigure, stop: () => stopChild(child) };
 }
+
+/** One HTTP exchange on 127.0.0.1 (no keep-alive); resolves with the status and body. */
+function httpExchange(options: { port: number; method: string; path: string; headers?: http.OutgoingHttpHeaders }): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', agent: false, ...options }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * `rp-same` and `rp-same-auth-policy20`: one robots-proxy process (started by whichever of the two
+ * starts first) that each of them reconfigures into its own config before each of its runs
+ * (`POST /reload`, then one request through it: the credential's one bcrypt check and the new
+ * policy's first match happen there, not in the measured run). The process is stopped once.
+ */
+function sameProcessPair(pin: string[], workDir: string): Target[] {
+  const usersDir = join(workDir, 'rp-same-users');
+  const users = join(usersDir, 'users');
+  const authorization = `Basic ${Buffer.from(`bench:${BENCH_PASSWORD}`).toString('base64')}`;
+  const withRules: Array<[string[], unknown]> = [[['access', 'credentialsFile'], users], [['policy', 'rules'], [...BENCH_POLICY_RULES]]];
+  let shared: Promise<Running> | undefined;
+  let stopping: Promise<void> | undefined;
+  /** The config the process has now: the key of the target it was last prepared for. */
+  let current = 'rp-same';
+  const start = (): Promise<Running> =>
+    (shared ??= (async () => {
+      mkdirSync(usersDir);
+      writeFileSync(users, `bench:${bcrypt.hashSync(BENCH_PASSWORD, 10)}\n`);
+      const running = await startRobotsProxy(pin, workDir, 'rp-same', []);
+      return { ...running, stop: () => (stopping ??= running.stop()) };
+    })());
+  const prepareFor = (key: string, changes: Array<[string[], unknown]>, proxyAuthorization: string | undefined) => async (run: Running, origin: string): Promise<void> => {
+    if (current !== key) {
+      await run.reconfigure!(changes);
+      current = key;
+    }
+    const answer = await httpExchange({ port: run.port, method: 'GET', path: `http://${origin}${PAGE_PATH}`, headers: proxyAuthorization ? { 'proxy-authorization': proxyAuthorization } : {} });
+    if (answer.status !== 200) throw new Error(`${key}: the warming request after the reload answered ${answer.status}: ${answer.body.slice(0, 300)}`);
+  };
+  return [
+    { key: 'rp-same', label: 'robots-proxy, default config (rp-same: one process, reloaded between the pair)', start, prepare: prepareFor('rp-same', [], undefined) },
+    {
+      key: 'rp-same-auth-policy20',
+      label: 'the same process reloaded with proxy authentication + 20 policy rules (rp-auth-policy20\'s config)',
+      start: async () => ({ ...(await start()), proxyAuthorization: authorization }),
+      prepare: prepareFor('rp-same-auth-policy20', withRules, authorization),
+    },
+  ];
+}
+
+/** The pairs measured on one process (reloaded between them): [target, its reference], printed as ratios per round. */
+const SAME_PROCESS_PAIRS: Array<[string, string]> = [['rp-same-auth-policy20', 'rp-same']];
 
 /**
  * Starts a variant of bench/floor-roles.mjs (the Node floor: `node-floor-server`, `bare-http`,
@@ -434,6 +511,8 @@ const SHAPES: Shape[] = [
 interface Sample {
   /** The replica (1..BENCH_REPLICAS) of the target measured. */
   replica: number;
+  /** The round (1..BENCH_ROUNDS; 0: the warm-up). */
+  round: number;
   rps: number;
   cpuUs: number;
   p50: number;
@@ -566,6 +645,8 @@ async function main(): Promise<void> {
         return { ...running, proxyAuthorization: `Basic ${Buffer.from(`bench:${BENCH_PASSWORD}`).toString('base64')}` };
       },
     },
+    // Issue 8's figure without the process-to-process variance: rp and rp-auth-policy20's configs on one process.
+    ...sameProcessPair(pinTarget, workDir),
     ...(flagsOf('BENCH_VARIANT_NODE_OPTIONS').length === 0
       ? []
       : [
@@ -664,8 +745,9 @@ async function main(): Promise<void> {
       autocannon!.send(job);
       return nextMessage<LoadOutcome>(autocannon!);
     };
-    const measure = async (target: Target, replica: number, shape: Shape, seconds: number): Promise<Sample> => {
+    const measure = async (target: Target, replica: number, shape: Shape, seconds: number, round: number): Promise<Sample> => {
       const run = running.get(instanceOf(target, replica))!;
+      await target.prepare?.(run, origins[0]!);
       const logBefore = sizeOf(run.logFile);
       const pids = { target: run.pid, origins: originsChild.pid! };
       const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
@@ -683,6 +765,7 @@ async function main(): Promise<void> {
       const logBytes = sizeOf(run.logFile) - logBefore;
       return {
         replica,
+        round,
         rps: r.requests / r.seconds,
         cpuUs: (cpu['target']! / r.requests) * 1e6,
         p50: r.p50,
@@ -697,7 +780,7 @@ async function main(): Promise<void> {
     };
 
     // Warm-up: fetches robots.txt for every origin, opens upstream connections, lets V8 optimise.
-    for (const { target, replica, shape } of cells) await measure(target, replica, shape, WARMUP_SECONDS);
+    for (const { target, replica, shape } of cells) await measure(target, replica, shape, WARMUP_SECONDS, 0);
 
     // Every replica's samples under its target's key: the target's figure is their median.
     const results = new Map<string, Sample[]>(cells.map((c) => [`${c.target.key} ${c.shape.key}`, []]));
@@ -705,7 +788,7 @@ async function main(): Promise<void> {
       for (const shape of shapes) {
         const inShape = cells.filter((c) => c.shape === shape);
         for (const { target, replica } of round % 2 === 1 ? inShape : [...inShape].reverse()) {
-          const s = await measure(target, replica, shape, RUN_SECONDS);
+          const s = await measure(target, replica, shape, RUN_SECONDS, round);
           results.get(`${target.key} ${shape.key}`)!.push(s);
           console.log(
             `  round ${round} ${shape.key.padEnd(9)} ${instanceOf(target, replica).padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
@@ -738,6 +821,7 @@ async function main(): Promise<void> {
       }
     }
     if (REPLICAS > 1) printReplicaSpread(shapes, cells, results, instanceOf);
+    printSameProcessPairs(shapes, results);
     if (squid === undefined) console.log('\n  Squid was not found: no ratios. Install it (apt-get install squid) and run again.');
     console.log(`\n  load average at the end ${loadAverage()}; ${((performance.now() - started) / 1000).toFixed(0)} s in all. The machine's other processes share the cores: CPU per request is steadier than req/s.`);
   } finally {
@@ -779,6 +863,34 @@ function printReplicaSpread(
       console.log(
         `  ${target.key.padEnd(18)} ${fmt(cpu, 1).padStart(10)} ${fmt(cpu / rpCpu, 3).padStart(6)} ${fmt(rps).padStart(7)} ${fmt(rps / rpRps, 3).padStart(6)}  ` +
           `${replicas.map((r, i) => `${instanceOf(target, r)} ${fmt(cpus[i]!, 1)}`).join(', ')} (${spread(cpus)}); ${rpss.map((v) => fmt(v)).join(', ')} (${spread(rpss)})`,
+      );
+    }
+  }
+}
+
+/**
+ * The pairs of {@link SAME_PROCESS_PAIRS} that ran: per shape, the target's CPU per request and
+ * req/s over its reference's, one ratio per (replica, round) from the two runs of one process back
+ * to back, and their median; then each replica's median ratio (the spread between processes that
+ * remains). Above 1 (CPU) the target costs more; below 1 (req/s) it serves fewer.
+ */
+function printSameProcessPairs(shapes: Shape[], results: Map<string, Sample[]>): void {
+  for (const [key, reference] of SAME_PROCESS_PAIRS) {
+    const ran = shapes.filter((shape) => (results.get(`${key} ${shape.key}`)?.length ?? 0) > 0 && (results.get(`${reference} ${shape.key}`)?.length ?? 0) > 0);
+    if (ran.length === 0) continue;
+    console.log(`\nSame process (${key} / ${reference}: one process per replica, reloaded between them, measured back to back): ratio per replica and round, median;`);
+    console.log('  CPU above 1: costs more; req/s below 1: serves fewer');
+    for (const shape of ran) {
+      const of = (k: string): Sample[] => results.get(`${k} ${shape.key}`)!;
+      const pairs = of(key).flatMap((s) => {
+        const ref = of(reference).find((r) => r.replica === s.replica && r.round === s.round);
+        return ref === undefined ? [] : [{ replica: s.replica, cpu: s.cpuUs / ref.cpuUs, rps: s.rps / ref.rps, refCpu: ref.cpuUs, cpuUs: s.cpuUs, refRps: ref.rps, rpsOf: s.rps }];
+      });
+      const replicas = [...new Set(pairs.map((p) => p.replica))].sort((a, b) => a - b);
+      const perReplica = replicas.map((r) => `#${r} ${fmt(median(pairs.filter((p) => p.replica === r).map((p) => p.cpu)), 3)}`).join(', ');
+      console.log(
+        `  ${shape.key.padEnd(9)} CPU us/req ${fmt(median(pairs.map((p) => p.refCpu)), 1)} -> ${fmt(median(pairs.map((p) => p.cpuUs)), 1)}, ratio ${fmt(median(pairs.map((p) => p.cpu)), 3)} ` +
+          `(${pairs.map((p) => fmt(p.cpu, 2)).join(' ')}; per replica ${perReplica}); req/s ${fmt(median(pairs.map((p) => p.refRps)))} -> ${fmt(median(pairs.map((p) => p.rpsOf)))}, ratio ${fmt(median(pairs.map((p) => p.rps)), 3)}`,
       );
     }
   }
