@@ -116,7 +116,7 @@ export interface StartOptions {
 }
 
 /** The pacer's options from a config. */
-function pacingOptionsOf(config: Config): PacingOptions {
+export function pacingOptionsOf(config: Config): PacingOptions {
   return {
     model: config.pacing.model,
     maxConcurrency: config.pacing.maxConcurrency,

@@ -4,7 +4,7 @@
  */
 import { evaluate } from '../robots/match.js';
 import { normalisePath, originResolvedPath } from '../robots/encoding.js';
-import { ROBOTS_REASONS, type Decision, type DecisionIdentity, type DecisionReason, type PolicyFacts } from './decision.js';
+import { ROBOTS_REASONS, type Decision, type DecisionIdentity, type DecisionReason } from './decision.js';
 import type { PolicyMatch } from './operator-policy.js';
 import type { RobotsSnapshot } from './snapshot.js';
 
@@ -113,10 +113,6 @@ export function decideWithoutRobots(
 /** {@link ROBOTS_REASONS} as a set. */
 const IS_ROBOTS_REASON: ReadonlySet<DecisionReason> = new Set(ROBOTS_REASONS);
 
-/** The rule facts a Decision carries (name and action; its pacing is read again by the pacer). */
-function policyFactsOf(rule: PolicyMatch): PolicyFacts {
-  return { rule: rule.name, action: rule.action };
-}
 
 /**
  * The refusal by an operator rule with action `deny`, decided before robots.txt is fetched
@@ -129,7 +125,7 @@ export function decidePolicyDenial(
 ): Decision {
   const path = normalisePath(fields.path.length === 0 ? '/' : fields.path);
   const denial = decideWithoutRobots('operator-policy', { origin: fields.origin, path, agentTokens: fields.agentTokens, identity: fields.identity ?? null, detail: `policy rule "${rule.name}" (action deny)` });
-  denial.policy = policyFactsOf(rule);
+  denial.policy = rule.facts;
   return denial;
 }
 
@@ -149,7 +145,8 @@ export function decidePolicyDenial(
  * Extension, not in RFC 9309.
  */
 export function applyPolicy(decision: Decision, rule: PolicyMatch | undefined, enforcement: 'enforce' | 'report'): Decision {
-  if (rule !== undefined) decision.policy = policyFactsOf(rule);
+  // The rule's facts (name and action) are shared, frozen: its pacing is read again by the pacer.
+  if (rule !== undefined) decision.policy = rule.facts;
   if (!IS_ROBOTS_REASON.has(decision.reason)) return decision;
   if (rule?.action === 'allow') {
     decision.verdict = 'allow';

@@ -9,6 +9,7 @@
  */
 import { hostGlobsFor } from '../config/host-overrides.js';
 import type { PolicyAction, PolicyRuleConfig } from '../config/types.js';
+import type { PolicyFacts } from './decision.js';
 import { normalisePath, originResolvedPath } from '../robots/encoding.js';
 import { buildRuleIndex, findRule, type RuleIndex } from '../robots/rule-index.js';
 
@@ -42,7 +43,19 @@ export interface PolicyMatch {
   name: string;
   action: PolicyAction;
   pacing: RulePacing;
+  /**
+   * What a Decision carries of the rule (`Decision.policy`): built once per rule and frozen, so
+   * every request it matches shares it (no object per request).
+   */
+  facts: Readonly<PolicyFacts>;
 }
+
+/**
+ * Origins whose match keys ({@link RequestView.hostKeys}) a compiled policy keeps: a crawl sends
+ * request after request to the same origins, and an origin's keys (itself, its hostname, the
+ * globs that cover it) never change. Past the bound the kept keys are dropped and built anew.
+ */
+export const HOST_KEYS_KEPT = 1000;
 
 /** A compiled policy. */
 export interface CompiledPolicy {
@@ -65,25 +78,66 @@ interface CompiledRule {
   methods: ReadonlySet<string> | undefined;
 }
 
+/**
+ * What a compiled policy derives from requests and keeps across them: each origin's match keys
+ * (bounded, {@link HOST_KEYS_KEPT}), and the latest token list and method with their matching
+ * forms (the pipeline passes the same token array for every request of one User-Agent). Saves
+ * each request the strings and arrays of deriving them again (issue 8). Not shared between policies.
+ */
+class DerivedFacts {
+  readonly hostKeys = new Map<string, readonly string[]>();
+  lastTokens: readonly string[] | undefined = undefined;
+  lastLowerTokens: readonly string[] = [];
+  lastMethod: string | undefined = undefined;
+  lastUpperMethod = '';
+
+  /** The origin, its hostname, then the globs that cover it (`hostGlobsFor`). */
+  hostKeysOf(origin: string): readonly string[] {
+    let keys = this.hostKeys.get(origin);
+    if (keys === undefined) {
+      const hostname = hostnameOf(origin);
+      keys = hostname === undefined ? [origin] : [origin, hostname, ...hostGlobsFor(hostname)];
+      if (this.hostKeys.size >= HOST_KEYS_KEPT) this.hostKeys.clear();
+      this.hostKeys.set(origin, keys);
+    }
+    return keys;
+  }
+
+  /** The tokens in lower case (rule tokens are lower-cased at compile time). */
+  lowerTokensOf(tokens: readonly string[]): readonly string[] {
+    if (tokens !== this.lastTokens) {
+      this.lastLowerTokens = tokens.map((t) => t.toLowerCase());
+      this.lastTokens = tokens;
+    }
+    return this.lastLowerTokens;
+  }
+
+  upperMethodOf(method: string): string {
+    if (method !== this.lastMethod) {
+      this.lastUpperMethod = method.toUpperCase();
+      this.lastMethod = method;
+    }
+    return this.lastUpperMethod;
+  }
+}
+
 /** The request's facts, derived once per match and only when a rule needs them. */
 class RequestView {
-  #hostKeys: string[] | undefined;
+  #hostKeys: readonly string[] | undefined;
   #path: string | undefined;
   /** The path as an origin may resolve it, null when it is the path itself (see `originResolvedPath`). */
   #resolvedPath: string | null | undefined;
   #method: string | undefined;
-  #tokens: string[] | undefined;
+  #tokens: readonly string[] | undefined;
 
-  constructor(readonly request: PolicyRequest) {}
+  constructor(
+    readonly request: PolicyRequest,
+    private readonly derived: DerivedFacts,
+  ) {}
 
   /** The origin, its hostname, then the globs that cover it (`hostGlobsFor`). */
-  get hostKeys(): string[] {
-    if (this.#hostKeys === undefined) {
-      const { origin } = this.request;
-      const hostname = hostnameOf(origin);
-      this.#hostKeys = hostname === undefined ? [origin] : [origin, hostname, ...hostGlobsFor(hostname)];
-    }
-    return this.#hostKeys;
+  get hostKeys(): readonly string[] {
+    return (this.#hostKeys ??= this.derived.hostKeysOf(this.request.origin));
   }
 
   get path(): string {
@@ -96,12 +150,18 @@ class RequestView {
   }
 
   get method(): string {
-    return (this.#method ??= this.request.method.toUpperCase());
+    return (this.#method ??= this.derived.upperMethodOf(this.request.method));
   }
 
-  get tokens(): string[] {
-    return (this.#tokens ??= this.request.productTokens.map((t) => t.toLowerCase()));
+  get tokens(): readonly string[] {
+    return (this.#tokens ??= this.derived.lowerTokensOf(this.request.productTokens));
   }
+}
+
+/** True when `set` holds one of `values` (a loop: no closure per call, unlike `values.some`). */
+function hasAny(set: ReadonlySet<string>, values: readonly string[]): boolean {
+  for (let i = 0; i < values.length; i++) if (set.has(values[i]!)) return true;
+  return false;
 }
 
 /** The hostname of `scheme://host[:port]` (brackets kept for IPv6), or undefined when it is not one. */
@@ -134,7 +194,7 @@ function compileRule(rule: PolicyRuleConfig): CompiledRule {
     ...(rule.rate !== undefined ? { rateDelayMs: rule.rate.periodMs / rule.rate.requests } : {}),
   };
   return {
-    result: { name: rule.name, action: rule.action, pacing },
+    result: { name: rule.name, action: rule.action, pacing, facts: Object.freeze({ rule: rule.name, action: rule.action }) },
     identities: setOf(rule.identities),
     tokens: setOf(rule.tokens?.map((t) => t.toLowerCase())),
     hosts: setOf(rule.origins),
@@ -190,8 +250,8 @@ function firstMatchIn(rules: readonly CompiledRule[], positions: readonly number
 function matches(rule: CompiledRule, view: RequestView): boolean {
   if (rule.methods !== undefined && !rule.methods.has(view.method)) return false;
   if (rule.identities !== undefined && (view.request.identity === null || !rule.identities.has(view.request.identity))) return false;
-  if (rule.hosts !== undefined && !view.hostKeys.some((k) => rule.hosts!.has(k))) return false;
-  if (rule.tokens !== undefined && !view.tokens.some((t) => rule.tokens!.has(t))) return false;
+  if (rule.hosts !== undefined && !hasAny(rule.hosts, view.hostKeys)) return false;
+  if (rule.tokens !== undefined && !hasAny(rule.tokens, view.tokens)) return false;
   if (rule.paths !== undefined && !pathMatches(rule.result.action, rule.paths, view)) return false;
   return true;
 }
@@ -223,11 +283,12 @@ export function compilePolicy(rules: readonly PolicyRuleConfig[]): CompiledPolic
   // The lowest position filed in each map (Infinity for an empty one).
   const lowest = (map: Map<string, number[]>): number => Math.min(...[...map.values()].map((list) => list[0]!));
   const firstOf = { byHost: lowest(byHost), byToken: lowest(byToken), byIdentity: lowest(byIdentity), byMethod: lowest(byMethod) };
+  const derived = new DerivedFacts();
   return {
     size: compiled.length,
     match(request: PolicyRequest): PolicyMatch | undefined {
       if (compiled.length === 0) return undefined;
-      const view = new RequestView(request);
+      const view = new RequestView(request, derived);
       // The first match overall is the lowest position matching in any list the request meets;
       // each list is read only up to the best position found so far.
       // A list is skipped whole (and the request's keys for it not derived) when it starts at or after that position.

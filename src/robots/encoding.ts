@@ -188,6 +188,36 @@ function firstOf(s: string, from: number): number {
 }
 
 /**
+ * True when `path`'s first `end` characters hold something {@link originResolvedPath} resolves:
+ * `%2F` or `%5C` (any case), `\`, `//`, or a `.` or `..` segment (`/.` or `/..` followed by `/`
+ * or the end), i.e. when `/%2F|%5C|\\|\/\/|\/\.\.?(?:\/|$)/i` matches them. Allocates nothing. Pure.
+ */
+export function mayResolve(path: string, end: number): boolean {
+  for (let i = 0; i < end; i++) {
+    const c = path.charCodeAt(i);
+    if (c === 0x5c) return true; // \
+    if (c === 0x25) {
+      // %2F, %5C: `| 0x20` lower-cases F and C, and only them among the characters that could become f or c.
+      if (i + 2 < end) {
+        const digit = path.charCodeAt(i + 1);
+        const letter = path.charCodeAt(i + 2) | 0x20;
+        if ((digit === 0x32 && letter === 0x66) || (digit === 0x35 && letter === 0x63)) return true;
+      }
+    } else if (c === 0x2f && i + 1 < end) {
+      const next = path.charCodeAt(i + 1);
+      if (next === 0x2f) return true; // //
+      if (next === 0x2e) {
+        // /. or /.. ending a segment
+        let after = i + 2;
+        if (after < end && path.charCodeAt(after) === 0x2e) after++;
+        if (after === end || path.charCodeAt(after) === 0x2f) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/**
  * The path as a lenient origin server may resolve it: encoded slashes and
  * backslashes (`%2F`, `%5C`, `\`) taken as `/`, runs of `/` merged, and
  * dot segments removed (RFC 3986 §5.2.4). Common servers do some of this
@@ -199,8 +229,9 @@ function firstOf(s: string, from: number): number {
  */
 export function originResolvedPath(path: string): string | undefined {
   const q = path.indexOf('?');
+  // Most paths hold nothing to resolve: told by a scan, without the slice and the regex (issue 8).
+  if (!mayResolve(path, q === -1 ? path.length : q)) return undefined;
   const pathOnly = q === -1 ? path : path.slice(0, q);
-  if (!/%2F|%5C|\\|\/\/|\/\.\.?(?:\/|$)/i.test(pathOnly)) return undefined;
   const slashed = pathOnly.replace(/%2F|%5C/gi, '/').replace(/\\/g, '/').replace(/\/{2,}/g, '/');
   const output: string[] = [];
   const segments = slashed.split('/').slice(1);

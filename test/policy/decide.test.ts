@@ -99,7 +99,7 @@ describe('decide', () => {
 });
 
 describe('applyPolicy: the operator\'s rule and enforcement on top of robots.txt', () => {
-  const rule = (action: PolicyMatch['action']): PolicyMatch => ({ name: `r-${action}`, action, pacing: {} });
+  const rule = (action: PolicyMatch['action']): PolicyMatch => ({ name: `r-${action}`, action, pacing: {}, facts: Object.freeze({ rule: `r-${action}`, action }) });
   const disallowed = () => decide(snapshot('ok', 'User-agent: *\nDisallow: /private\nCrawl-delay: 2\n'), request('/private/x'));
   const allowed = () => decide(snapshot('ok', 'User-agent: *\nDisallow: /private\n'), request('/page'));
 

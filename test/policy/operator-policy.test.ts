@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateConfig } from '../../src/config/index.js';
-import { compilePolicy, type PolicyRequest } from '../../src/policy/operator-policy.js';
+import { compilePolicy, HOST_KEYS_KEPT, type PolicyRequest } from '../../src/policy/operator-policy.js';
 
 /** The rules as written in YAML (validated and normalised by the schema), compiled. */
 function policyOf(rules: unknown[]) {
@@ -114,7 +114,7 @@ describe('compilePolicy: paths, tokens, identities', () => {
 
   it('carries a rule\'s pacing, the rate as a minimum delay', () => {
     const policy = policyOf([{ name: 'slow', origin: '*.example.com', rate: '30/m', maxConcurrency: 2, minDelay: '1s' }]);
-    assert.deepEqual(policy.match(request()), { name: 'slow', action: 'pace', pacing: { minDelayMs: 1_000, maxConcurrency: 2, rateDelayMs: 2_000 } });
+    assert.deepEqual(policy.match(request()), { name: 'slow', action: 'pace', pacing: { minDelayMs: 1_000, maxConcurrency: 2, rateDelayMs: 2_000 }, facts: { rule: 'slow', action: 'pace' } });
     assert.equal(policyOf([{ name: 's', rate: '4/s' }]).match(request())?.pacing.rateDelayMs, 250);
     assert.equal(policyOf([{ name: 'h', rate: '3600/h' }]).match(request())?.pacing.rateDelayMs, 1_000);
   });
@@ -207,5 +207,52 @@ describe('policy.rules validation', () => {
     assert.match(refused([{ name: 'a', token: 'Example Bot', action: 'deny' }]), /must be a product token/);
     assert.match(refused([{ name: 'a', action: 'deny', idenity: 'x' }]), /idenity/);
     assert.equal(refused([{ name: 'ok', token: ['A-bot', 'b_bot'], path: ['/a', '*.gif$'], rate: ' 10 / h ' }]), 'accepted');
+  });
+});
+
+describe('compilePolicy: what it keeps across requests', () => {
+  it('shares one frozen facts object per rule across the requests it matches', () => {
+    const policy = policyOf([{ name: 'bench', origin: '127.0.0.1', maxConcurrency: 4 }]);
+    const first = policy.match(request({ origin: 'http://127.0.0.1:8080' }));
+    const second = policy.match(request({ origin: 'http://127.0.0.1:9090', pathAndQuery: '/other' }));
+    assert.deepEqual(first?.facts, { rule: 'bench', action: 'pace' });
+    assert.equal(second?.facts, first?.facts);
+    assert.ok(Object.isFrozen(first?.facts));
+  });
+
+  it('matches by origin, hostname and glob alike past the bound of origins whose keys it keeps', () => {
+    const policy = policyOf([
+      { name: 'exact', origin: 'https://a.example.com:8443', action: 'deny' },
+      { name: 'glob', origin: '*.example.com', action: 'report' },
+      { name: 'host', origin: 'example.net', action: 'allow' },
+    ]);
+    const expected = (i: number): [string, string | undefined] => {
+      if (i % 4 === 0) return [`https://h${i}.example.com`, 'glob'];
+      if (i % 4 === 1) return [`http://example.net:${1000 + (i % 60000)}`, 'host'];
+      if (i % 4 === 2) return [`https://h${i}.example.org`, undefined];
+      return ['https://a.example.com:8443', 'exact'];
+    };
+    // Twice round more origins than are kept: the first pass fills and drops the kept keys, the second reads them back.
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < HOST_KEYS_KEPT * 2 + 7; i++) {
+        const [origin, name] = expected(i);
+        assert.equal(policy.match(request({ origin }))?.name, name, `${origin} (pass ${pass})`);
+      }
+    }
+  });
+
+  it('derives the matching forms of each request\'s own tokens and method, whatever came before', () => {
+    const policy = policyOf([
+      { name: 'writes', method: ['POST'], action: 'deny' },
+      { name: 'ccbot', token: 'CCBot', action: 'deny' },
+    ]);
+    const tokens = ['ExampleBot'];
+    assert.equal(policy.match(request({ productTokens: tokens })), undefined);
+    assert.equal(policy.match(request({ productTokens: ['ccbot'] }))?.name, 'ccbot');
+    assert.equal(policy.match(request({ productTokens: tokens })), undefined);
+    assert.equal(policy.match(request({ productTokens: ['Other', 'CCBOT'] }))?.name, 'ccbot');
+    assert.equal(policy.match(request({ method: 'post' }))?.name, 'writes');
+    assert.equal(policy.match(request({ method: 'GET' })), undefined);
+    assert.equal(policy.match(request({ method: 'Post' }))?.name, 'writes');
   });
 });
