@@ -523,6 +523,8 @@ interface Sample {
   /** Share of the run the target's main thread spent runnable but not running (other processes had the core). */
   waitShare: number;
   originCores: number;
+  /** CPU the other targets (idle, on the same core) used during this run, ms. */
+  siblingCpuMs: number;
   /** BENCH_PERF_STAT: the target's events per request (syscalls, loop turns, context switches), by name. */
   perf?: Record<string, number>;
 }
@@ -749,7 +751,9 @@ async function main(): Promise<void> {
       const run = running.get(instanceOf(target, replica))!;
       await target.prepare?.(run, origins[0]!);
       const logBefore = sizeOf(run.logFile);
-      const pids = { target: run.pid, origins: originsChild.pid! };
+      // The other targets, idle meanwhile but pinned to the same core: what they run (V8's memory reducer, timers) takes the core from this one.
+      const siblings = [...running.values()].filter((r) => r !== run).map((r) => r.pid);
+      const pids: Record<string, number> = { target: run.pid, origins: originsChild.pid!, ...Object.fromEntries(siblings.map((pid) => [`sibling ${pid}`, pid])) };
       const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
       const waitBefore = runQueueWaitSecondsOf(run.pid);
       const stopPerf = process.env['BENCH_PERF_STAT'] === '1' ? perfStat(run.pid) : undefined;
@@ -758,6 +762,7 @@ async function main(): Promise<void> {
       const wallS = (performance.now() - t0) / 1000;
       const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid) - cpuBefore[k]!]));
       const waited = runQueueWaitSecondsOf(run.pid) - waitBefore;
+      const siblingCpuS = siblings.reduce((sum, pid) => sum + (cpu[`sibling ${pid}`] ?? 0), 0);
       const perfCounts = await stopPerf?.();
       const perf = perfCounts ? Object.fromEntries(Object.entries(perfCounts).map(([k, n]) => [k, n / r.requests])) : undefined;
       // robots-proxy's logger flushes its buffer every 100 ms; Squid (buffered_logs off) writes each line at once.
@@ -775,6 +780,7 @@ async function main(): Promise<void> {
         cores: cpu['target']! / wallS,
         waitShare: waited / wallS,
         originCores: cpu['origins']! / wallS,
+        siblingCpuMs: siblingCpuS * 1000,
         ...(perf ? { perf } : {}),
       };
     };
@@ -792,7 +798,7 @@ async function main(): Promise<void> {
           results.get(`${target.key} ${shape.key}`)!.push(s);
           console.log(
             `  round ${round} ${shape.key.padEnd(9)} ${instanceOf(target, replica).padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
-              `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores${s.perf ? `; per req ${perfLine(s.perf)}` : ''}${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
+              `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores; idle targets ${fmt(s.siblingCpuMs)} ms CPU${s.perf ? `; per req ${perfLine(s.perf)}` : ''}${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
           );
         }
       }
