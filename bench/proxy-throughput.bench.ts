@@ -2,8 +2,9 @@
  * Proxy throughput (issue #11): the cost of one proxied request, side by side
  * with Squid, in one run. Prints figures; asserts nothing. See bench/README.md.
  *
- * Targets (each its own process, all pinned to core 0 with taskset when it is
- * available; started once, measured in turn):
+ * Targets (each its own process, its main thread pinned to core 0 with taskset when it is
+ * available, its other threads (V8 workers, libuv's pool) on core 1: BENCH_HELPERS; started
+ * once, measured in turn):
  *   squid          Squid (when installed), no cache, access log on (stdio: module, a file in the temp dir)
  *   squid-nolog    the same Squid config with `access_log none`
  *   bare           a bare forwarder: one undici Pool per origin, hop-by-hop headers dropped, nothing else
@@ -49,7 +50,9 @@
  *
  * Environment: BENCH_FLOOR=1 (the floor targets too), BENCH_QUICK=1 (1 round of 1 s), BENCH_ONLY=key,... (target
  * and shape keys; a category left out runs whole), BENCH_SECONDS, BENCH_ROUNDS,
- * BENCH_PIN=0 (no taskset), BENCH_REPLICAS=N (every robots-proxy target as N processes, each
+ * BENCH_PIN=0 (no taskset), BENCH_HELPERS=load|target|both (a target's threads other than its main
+ * thread: on the load core (default), on the target core, or both: a twin KEY-h0 of every target with them on the
+ * target core), BENCH_REPLICAS=N (every robots-proxy target as N processes, each
  * measured every round; figures are medians over replicas x rounds, each replica's printed too),
  * BENCH_VARIANT_NODE_OPTIONS (adds target `rp-flags`: rp with these node flags, e.g.
  * "--max-semi-space-size=16" for V8's own young generation),
@@ -65,7 +68,7 @@ import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -282,6 +285,8 @@ interface Running {
    * rejects when the reload is refused.
    */
   reconfigure?(changes: Array<[string[], unknown]>): Promise<void>;
+  /** BENCH_HELPERS=both: the core this twin's other threads run on (else the run's default). */
+  helpersCore?: string;
   stop(): Promise<void>;
 }
 interface Target {
@@ -580,6 +585,30 @@ const sizeOf = (path: string | undefined): number => {
 const isRobotsProxyTarget = (t: Target): boolean => t.floor !== true && (t.key.startsWith('rp') || t.key.startsWith('base'));
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Puts every thread of process `pid` but its main thread on `core` (taskset -p per thread; threads that
+ * ended meanwhile are skipped). A Node target's other threads are V8's workers (parallel scavenges,
+ * concurrent marking and sweeping, the optimising compiler) and libuv's pool: pinned with the main thread
+ * they take its core in slices of up to several ms while requests wait (bench/PROFILE.md, "p99").
+ * Re-applied before every run: a thread started later (libuv's pool starts on first use) inherits the main
+ * thread's core.
+ */
+function pinHelperThreads(taskset: string, pid: number, core: string): void {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`).filter((tid) => tid !== String(pid));
+  } catch {
+    return;
+  }
+  for (const tid of tids) {
+    try {
+      execFileSync(taskset, ['-p', '-c', core, tid], { stdio: 'ignore' });
+    } catch {
+      // The thread ended.
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const only = (process.env['BENCH_ONLY'] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
@@ -689,14 +718,30 @@ async function main(): Promise<void> {
       ];
     }),
   ];
-  const targets = targetsIn(workDir);
+  // BENCH_HELPERS: where a target's threads other than its main thread run (see pinHelperThreads): `load` (default)
+  // on the load generator's core, as on a machine with a core to spare; `target` with the main thread (the bench
+  // before 2026-12-01); `both`: every target also as a twin `KEY-h0` with them on the target's core, measured beside.
+  const helpers = pinTarget.length === 0 ? 'none' : (process.env['BENCH_HELPERS'] ?? 'load');
+  if (!['none', 'load', 'target', 'both'].includes(helpers)) throw new Error(`BENCH_HELPERS: load, target or both, not ${helpers}`);
+  const defaultHelpersCore = helpers === 'target' ? TARGET_CORE : LOAD_CORE;
+  // The twins start from a work dir of their own (configs, logs); Squid has no other threads: no twin.
+  const withTwins = (dir: string): Target[] => {
+    if (helpers !== 'both') return targetsIn(dir);
+    const twinDir = join(dir, 'h0');
+    mkdirSync(twinDir);
+    const twins = targetsIn(twinDir)
+      .filter((t) => !t.key.startsWith('squid'))
+      .map((t) => ({ ...t, key: `${t.key}-h0`, label: `${t.label} [helpers on core ${TARGET_CORE}]`, start: async () => ({ ...(await t.start()), helpersCore: TARGET_CORE }) }));
+    return [...targetsIn(dir), ...twins];
+  };
+  const targets = withTwins(workDir);
   const allKeys = [...targets.map((t) => t.key), 'squid', 'squid-nolog', ...SHAPES.map((s) => s.key)];
   const unknown = only.filter((k) => !allKeys.includes(k));
   if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown key(s) ${unknown.join(', ')}; targets: ${targets.map((t) => t.key).join(', ')}; shapes: ${SHAPES.map((s) => s.key).join(', ')}`);
   const onlyTargets = only.filter((k) => !SHAPES.some((s) => s.key === k));
   const onlyShapes = only.filter((k) => SHAPES.some((s) => s.key === k));
   const withFloor = process.env['BENCH_FLOOR'] === '1';
-  const chosenTargets = targets.filter((t) => (onlyTargets.length === 0 ? withFloor || t.floor !== true : onlyTargets.includes(t.key)));
+  const chosenTargets = targets.filter((t) => (onlyTargets.length === 0 ? withFloor || t.floor !== true : onlyTargets.includes(t.key) || (t.key.endsWith('-h0') && onlyTargets.includes(t.key.slice(0, -3)))));
   const shapes = SHAPES.filter((s) => (onlyShapes.length === 0 || onlyShapes.includes(s.key)) && (wrk !== undefined || !s.close));
   // Every robots-proxy target runs as REPLICAS processes; a round measures each of them (replica 1 of every target, then replica 2, ...).
   const replicasOf = (t: Target): number => (isRobotsProxyTarget(t) ? REPLICAS : 1);
@@ -711,7 +756,7 @@ async function main(): Promise<void> {
   console.log(`proxy-throughput: node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), load average ${loadAverage()} (1, 5, 15 min)`);
   console.log(squid === undefined ? '  Squid: not found (PATH, /usr/sbin, /sbin): no Squid series, no ratios; see bench/README.md to install it' : `  Squid: ${squid} (${squidVersion}), squid -N, no cache, workers 1`);
   console.log(wrk === undefined ? '  wrk: not found: autocannon runs the keep-alive shapes, the Connection: close shapes are skipped; see bench/README.md' : `  load: ${wrk} -t1 -c${CONNECTIONS}, absolute-form GET ${PAGE_PATH} (96-byte answer), rotating over the shape's origins`);
-  console.log(pinTarget.length > 0 ? `  pinning: targets on core ${TARGET_CORE}; load generator and origins on core ${LOAD_CORE} (taskset)` : `  pinning: none (${process.env['BENCH_PIN'] === '0' ? 'BENCH_PIN=0' : 'taskset not found, or one CPU'})`);
+  console.log(pinTarget.length > 0 ? `  pinning: targets on core ${TARGET_CORE}; load generator and origins on core ${LOAD_CORE} (taskset); the targets' other threads (V8 workers, libuv pool) ${helpers === 'both' ? `on core ${LOAD_CORE}, and in the -h0 twins on core ${TARGET_CORE}` : `on core ${defaultHelpersCore}`} (BENCH_HELPERS=${helpers})` : `  pinning: none (${process.env['BENCH_PIN'] === '0' ? 'BENCH_PIN=0' : 'taskset not found, or one CPU'})`);
   console.log(`  runs: ${RUN_SECONDS} s each, ${ROUNDS} round(s) round-robin across targets after a ${WARMUP_SECONDS} s warm-up; medians${QUICK ? ' (BENCH_QUICK)' : ''}`);
   if (REPLICAS > 1) console.log(`  replicas: every robots-proxy target runs as ${REPLICAS} processes (BENCH_REPLICAS), each measured every round; a target's figure is the median over replicas x rounds`);
   // About 0.4 s per run besides its length: wrk's start, the log's flush, reading /proc; and the processes' start.
@@ -734,7 +779,7 @@ async function main(): Promise<void> {
       // Replica 1 starts from the work dir itself (as without replicas), each further one from a dir of its own.
       const dir = replica === 1 ? workDir : join(workDir, `replica-${replica}`);
       if (replica > 1) mkdirSync(dir);
-      const inDir = replica === 1 ? targets : targetsIn(dir);
+      const inDir = replica === 1 ? targets : withTwins(dir);
       for (const target of chosenTargets.filter((t) => replica <= replicasOf(t))) {
         const name = instanceOf(target, replica);
         running.set(name, await inDir.find((t) => t.key === target.key)!.start());
@@ -750,6 +795,7 @@ async function main(): Promise<void> {
     const measure = async (target: Target, replica: number, shape: Shape, seconds: number, round: number): Promise<Sample> => {
       const run = running.get(instanceOf(target, replica))!;
       await target.prepare?.(run, origins[0]!);
+      if (helpers !== 'none') pinHelperThreads(pinTarget[0]!, run.pid, run.helpersCore ?? defaultHelpersCore);
       const logBefore = sizeOf(run.logFile);
       // The other targets, idle meanwhile but pinned to the same core: what they run (V8's memory reducer, timers) takes the core from this one.
       const siblings = [...running.values()].filter((r) => r !== run).map((r) => r.pid);
@@ -787,6 +833,20 @@ async function main(): Promise<void> {
 
     // Warm-up: fetches robots.txt for every origin, opens upstream connections, lets V8 optimise.
     for (const { target, replica, shape } of cells) await measure(target, replica, shape, WARMUP_SECONDS, 0);
+    // Settle: after their warm-up the Node targets go on compiling and collecting for seconds (up to 1.8 s of CPU
+    // seen during the first measured run), on the core the next target is measured on. Wait (at most 20 s) until
+    // all of them together use less than 5% of a core over a second (idle, each robots-proxy uses ~0.6%: its timers).
+    const settleStart = performance.now();
+    const allPids = [...running.values()].map((r) => r.pid);
+    for (;;) {
+      const before = allPids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+      await sleep(1000);
+      const used = allPids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0) - before;
+      if (used < 0.05 || performance.now() - settleStart > 20_000) {
+        console.log(`  settled after the warm-up: ${fmt((performance.now() - settleStart) / 1000, 1)} s (the targets' CPU in the last second: ${fmt(used * 1000)} ms)`);
+        break;
+      }
+    }
 
     // Every replica's samples under its target's key: the target's figure is their median.
     const results = new Map<string, Sample[]>(cells.map((c) => [`${c.target.key} ${c.shape.key}`, []]));
