@@ -24,6 +24,7 @@ import type * as AccessLog from '../src/audit/access-log.js';
 import type * as LoggerModule from '../src/audit/logger.js';
 import type * as LineBufferModule from '../src/audit/line-buffer.js';
 import type { AccessEntry } from '../src/audit/access-entry.js';
+import type { SnapshotInfo } from '../src/policy/decision.js';
 import { median } from './support.js';
 
 function argOf(name: string): string | undefined {
@@ -50,9 +51,10 @@ async function loadBuild(label: string, root: string): Promise<Build> {
   };
 }
 
-/** 1,000 entries like the proxy bench's, differing where requests differ (id, port, times, origin). */
+/** 1,000 entries like the proxy bench's, differing where requests differ (id, port, times, origin); one snapshot object per origin. */
 function makeEntries(): AccessEntry[] {
   const entries: AccessEntry[] = [];
+  const snapshots: SnapshotInfo[] = [];
   const t0 = Date.now();
   for (let i = 0; i < 1000; i++) {
     const port = 40_000 + (i % 50);
@@ -79,7 +81,8 @@ function makeEntries(): AccessEntry[] {
         group: '*',
         rule: { kind: 'allow', pattern: '/', line: 2 },
         crawlDelaySeconds: null,
-        snapshot: {
+        // One object per origin, shared by its requests, as the robots cache hands it out.
+        snapshot: (snapshots[i % 50] ??= {
           url: `${origin}/robots.txt`,
           state: 'ok',
           status: 200,
@@ -88,7 +91,7 @@ function makeEntries(): AccessEntry[] {
           bytes: 23,
           truncated: false,
           error: undefined,
-        },
+        }),
         identity: null,
         pacing: { delayMs: 0, waitedMs: 0 },
         upstream: { status: 200 },

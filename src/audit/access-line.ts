@@ -130,8 +130,48 @@ function rule(out: LineBuffer, value: MatchedRule | null): void {
   out.byte(CLOSE_OBJECT);
 }
 
+/** A snapshot's logged object as bytes, with the values it was encoded from. */
+interface EncodedSnapshot {
+  readonly from: SnapshotInfo;
+  /** Whether its url was cut (`decision.snapshot.url` in `truncated`). */
+  readonly isUrlCut: boolean;
+  readonly bytes: Uint8Array;
+}
+
+/**
+ * The encoded snapshot object of each {@link SnapshotInfo} seen: one object is
+ * shared by every request decided on that robots.txt, so its ~300 bytes (two ISO
+ * times, three large numbers) are encoded once and copied after. Checked field by
+ * field on every use, so a changed object is encoded again.
+ */
+const encodedSnapshots = new WeakMap<SnapshotInfo, EncodedSnapshot>();
+
 function snapshot(out: LineBuffer, value: SnapshotInfo | null): void {
   if (value === null) return out.null();
+  const cached = encodedSnapshots.get(value);
+  if (cached !== undefined && isSameSnapshot(cached.from, value)) {
+    out.bytes(cached.bytes);
+    if (cached.isUrlCut) truncated.push(CUT.snapshotUrl);
+    return;
+  }
+  const start = out.length;
+  const cutBefore = truncated.length;
+  encodeSnapshot(out, value);
+  const from: SnapshotInfo = {
+    url: value.url, state: value.state, status: value.status, error: value.error, fetchedAtMs: value.fetchedAtMs,
+    expiresAtMs: value.expiresAtMs, bytes: value.bytes, truncated: value.truncated,
+  };
+  // A copy (Buffer#slice would be a view of the batch buffer, which the next batch overwrites).
+  encodedSnapshots.set(value, { from, isUrlCut: truncated.length > cutBefore, bytes: new Uint8Array(out.buf.subarray(start, out.length)) });
+}
+
+/** Whether two snapshots log the same (every field of {@link SnapshotInfo}; NaN never equals, so it is encoded again). */
+function isSameSnapshot(a: SnapshotInfo, b: SnapshotInfo): boolean {
+  return a.url === b.url && a.state === b.state && a.status === b.status && a.error === b.error && a.fetchedAtMs === b.fetchedAtMs
+    && a.expiresAtMs === b.expiresAtMs && a.bytes === b.bytes && a.truncated === b.truncated;
+}
+
+function encodeSnapshot(out: LineBuffer, value: SnapshotInfo): void {
   out.bytes(SNAPSHOT.url);
   if (out.string(value.url, L.otherChars)) truncated.push(CUT.snapshotUrl);
   out.bytes(SNAPSHOT.state);

@@ -55,8 +55,9 @@ export type IsoWriter = (out: LineBuffer, ms: number) => void;
 /** Creates an {@link IsoWriter} with its own one-second cache (give each kind of timestamp its own). */
 export function createIsoWriter(): IsoWriter {
   let cachedSecondMs = -1;
-  /** The 20 ASCII bytes `YYYY-MM-DDTHH:MM:SS.` of {@link cachedSecondMs}. */
-  const prefix = new Uint8Array(20);
+  /** `"` and the 20 ASCII bytes `YYYY-MM-DDTHH:MM:SS.` of {@link cachedSecondMs}, copied in one `set`. */
+  const prefix = new Uint8Array(21);
+  prefix[0] = 0x22;
   return (out: LineBuffer, ms: number): void => {
     if (!(ms >= 0 && ms < YEAR_10000_MS)) {
       out.string(slowIso(ms));
@@ -67,14 +68,14 @@ export function createIsoWriter(): IsoWriter {
     const secondMs = whole - milli;
     if (secondMs !== cachedSecondMs) {
       const text = new Date(secondMs).toISOString();
-      for (let i = 0; i < 20; i++) prefix[i] = text.charCodeAt(i);
+      for (let i = 0; i < 20; i++) prefix[i + 1] = text.charCodeAt(i);
       cachedSecondMs = secondMs;
     }
     out.ensure(26);
     const buf = out.buf;
     let p = out.length;
-    buf[p++] = 0x22;
-    for (let i = 0; i < 20; i++) buf[p++] = prefix[i] as number;
+    buf.set(prefix, p);
+    p += 21;
     buf[p++] = 0x30 + Math.floor(milli / 100);
     buf[p++] = 0x30 + (Math.floor(milli / 10) % 10);
     buf[p++] = 0x30 + (milli % 10);

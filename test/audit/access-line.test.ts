@@ -128,24 +128,25 @@ const anyRecord: fc.Arbitrary<AccessLogRecord> = fc.record(recordModel, {
   requiredKeys: (Object.keys(recordModel) as (keyof AccessLogRecord)[]).filter((key) => key !== 'truncated'),
 });
 
+/** A Decision's snapshot as the robots cache makes it (times often real ones). */
+const anySnapshotInfo: fc.Arbitrary<SnapshotInfo> = fc.record({
+  url: text,
+  state: snapshotModel.state,
+  status: optional(anyNumber),
+  error: optional(text),
+  fetchedAtMs: fc.oneof(anyNumber, fc.integer({ min: 0, max: 4_102_444_800_000 })),
+  expiresAtMs: anyNumber,
+  bytes: anyNumber,
+  truncated: fc.boolean(),
+} satisfies Model<SnapshotInfo>);
+
 /** Entries as the proxy makes them: the record builder's own input, with every reason and the optional facts. */
 const anyEntry: fc.Arbitrary<AccessEntry> = fc
   .record({
     decision: fc.record(
       {
         ...decisionModel,
-        snapshot: nullable(
-          fc.record({
-            url: text,
-            state: snapshotModel.state,
-            status: optional(anyNumber),
-            error: optional(text),
-            fetchedAtMs: fc.oneof(anyNumber, fc.integer({ min: 0, max: 4_102_444_800_000 })),
-            expiresAtMs: anyNumber,
-            bytes: anyNumber,
-            truncated: fc.boolean(),
-          } satisfies Model<SnapshotInfo>),
-        ),
+        snapshot: nullable(anySnapshotInfo),
       },
       { requiredKeys: ['verdict', 'reason', 'origin', 'path', 'productToken', 'agentTokens', 'group', 'rule', 'crawlDelaySeconds', 'snapshot', 'identity'] },
     ) as fc.Arbitrary<Decision>,
@@ -391,6 +392,44 @@ describe('encodeAccessLine', () => {
       'productTokens', 'clientRequestId', 'userAgent', 'productTokens.3', 'method', 'url', 'error',
       'decision.origin', 'decision.path', 'decision.productToken', 'decision.group', 'decision.rule.pattern', 'decision.snapshot.url', 'decision.detail',
     ]);
+  });
+
+  it("writes the old serializer's line for a snapshot shared by many entries, also after the shared object changed in place", () => {
+    fc.assert(
+      fc.property(anyEntry, anyEntry, fc.array(anySnapshotInfo, { minLength: 1, maxLength: 4 }), fc.integer({ min: 1, max: 3 }), (entry, other, versions, uses) => {
+        const shared: SnapshotInfo = { ...(versions[0] as SnapshotInfo) };
+        const sharing: AccessEntry = { ...entry, decision: { ...entry.decision, snapshot: shared } };
+        // One buffer, emptied after each line and overwritten by another entry's line in between, as a destination's batch is.
+        const out = new LineBuffer(64);
+        for (const version of versions) {
+          Object.assign(shared, version);
+          for (let i = 0; i < uses; i++) {
+            out.length = 0;
+            encodeAccessLine(out, sharing, '', 1_700_000_000_000);
+            assert.deepEqual(out.buf.subarray(0, out.length), oldLine(sharing, '', 1_700_000_000_000));
+            out.length = 0;
+            encodeAccessLine(out, other, '', 1_700_000_000_000);
+          }
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('lists a shared snapshot\'s cut url under truncated in every line that logs it, and not once the url is short', () => {
+    const snapshot = makeSnapshot({ url: `http://h/${'u'.repeat(1100)}` });
+    const truncatedOf = (entry: AccessEntry): unknown => {
+      const out = new LineBuffer(64);
+      encodeAccessLine(out, entry, '', 0);
+      return (JSON.parse(out.buf.toString('utf8', 0, out.length)) as { truncated?: string[] }).truncated;
+    };
+    const first = makeEntry({ decision: makeDecision({ snapshot }) });
+    const second = makeEntry({ requestId: 'other', decision: makeDecision({ snapshot, path: '/other' }) });
+    assert.deepEqual(truncatedOf(first), ['decision.snapshot.url']);
+    assert.deepEqual(truncatedOf(second), ['decision.snapshot.url']);
+    assert.deepEqual(truncatedOf(first), ['decision.snapshot.url']);
+    snapshot.url = 'http://h/robots.txt';
+    assert.equal(truncatedOf(second), undefined);
   });
 
   it('appends after what the buffer holds, growing it, and leaves the earlier bytes alone', () => {
