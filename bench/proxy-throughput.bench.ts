@@ -75,7 +75,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { parseDocument } from 'yaml';
 import bcrypt from 'bcryptjs';
-import { BENCH_POLICY_RULES, cpuSecondsOf, runQueueWaitSecondsOf, findExecutable, forkRole, freePort, median, nextMessage, stopChild, waitForPort } from './support.js';
+import { BENCH_POLICY_RULES, cpuSecondsOf, systemCpuSecondsOf, runQueueWaitSecondsOf, findExecutable, forkRole, freePort, median, nextMessage, stopChild, waitForPort } from './support.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const REPO = resolve(dirname(SCRIPT), '..');
@@ -520,6 +520,8 @@ interface Sample {
   round: number;
   rps: number;
   cpuUs: number;
+  /** The kernel's part of `cpuUs` (stime): system calls, e.g. the socket writes and the loopback TCP path they run. */
+  sysUs: number;
   p50: number;
   p99: number;
   bad: number;
@@ -801,12 +803,14 @@ async function main(): Promise<void> {
       const siblings = [...running.values()].filter((r) => r !== run).map((r) => r.pid);
       const pids: Record<string, number> = { target: run.pid, origins: originsChild.pid!, ...Object.fromEntries(siblings.map((pid) => [`sibling ${pid}`, pid])) };
       const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
+      const sysBefore = systemCpuSecondsOf(run.pid);
       const waitBefore = runQueueWaitSecondsOf(run.pid);
       const stopPerf = process.env['BENCH_PERF_STAT'] === '1' ? perfStat(run.pid) : undefined;
       const t0 = performance.now();
       const r = await load({ proxyPort: run.port, origins: origins.slice(0, shape.origins), close: shape.close, seconds, ...(run.proxyAuthorization ? { proxyAuthorization: run.proxyAuthorization } : {}) });
       const wallS = (performance.now() - t0) / 1000;
       const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid) - cpuBefore[k]!]));
+      const sys = systemCpuSecondsOf(run.pid) - sysBefore;
       const waited = runQueueWaitSecondsOf(run.pid) - waitBefore;
       const siblingCpuS = siblings.reduce((sum, pid) => sum + (cpu[`sibling ${pid}`] ?? 0), 0);
       const perfCounts = await stopPerf?.();
@@ -819,6 +823,7 @@ async function main(): Promise<void> {
         round,
         rps: r.requests / r.seconds,
         cpuUs: (cpu['target']! / r.requests) * 1e6,
+        sysUs: (sys / r.requests) * 1e6,
         p50: r.p50,
         p99: r.p99,
         bad: r.bad,
@@ -857,26 +862,26 @@ async function main(): Promise<void> {
           const s = await measure(target, replica, shape, RUN_SECONDS, round);
           results.get(`${target.key} ${shape.key}`)!.push(s);
           console.log(
-            `  round ${round} ${shape.key.padEnd(9)} ${instanceOf(target, replica).padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
+            `  round ${round} ${shape.key.padEnd(9)} ${instanceOf(target, replica).padEnd(12)} ${fmt(s.rps).padStart(6)} req/s  ${fmt(s.cpuUs).padStart(4)} us CPU/req (sys ${fmt(s.sysUs)})  p50 ${fmt(s.p50, 1)} ms  p99 ${fmt(s.p99, 1)} ms` +
               `  target ran ${fmt(s.cores, 2)} cores, waited for a core ${fmt(s.waitShare * 100)}%; origins ${fmt(s.originCores, 2)} cores; idle targets ${fmt(s.siblingCpuMs)} ms CPU${s.perf ? `; per req ${perfLine(s.perf)}` : ''}${s.bad > 0 ? `  ${s.bad} NOT 2xx/3xx OR ERRORS` : ''}`,
           );
         }
       }
     }
 
-    console.log(`\nMedians of ${ROUNDS} round(s)${REPLICAS > 1 ? ` x ${REPLICAS} replicas (robots-proxy targets)` : ''}; "vs Squid" = req/s / req/s of Squid with its access log on, same shape; CPU = target process utime+stime per request;`);
+    console.log(`\nMedians of ${ROUNDS} round(s)${REPLICAS > 1 ? ` x ${REPLICAS} replicas (robots-proxy targets)` : ''}; "vs Squid" = req/s / req/s of Squid with its access log on, same shape; CPU = target process utime+stime per request, sys = its stime (the kernel's part);`);
     console.log('  log B/req = access log bytes written per request; waited = share of the run the target was runnable but another process had the core');
     for (const shape of shapes) {
       const inShape = cells.filter((c) => c.shape === shape && c.replica === 1);
       const med = (key: string, f: (s: Sample) => number): number => median(results.get(`${key} ${shape.key}`)!.map(f));
       const squidRps = inShape.some((c) => c.target.key === 'squid') ? med('squid', (s) => s.rps) : NaN;
       console.log(`\n  ${shape.label}`);
-      console.log(`  ${'target'.padEnd(44)} ${'req/s'.padStart(7)} ${'vs Squid'.padStart(9)} ${'CPU us/req'.padStart(11)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'log B/req'.padStart(10)} ${'waited'.padStart(7)}  req/s of each round`);
+      console.log(`  ${'target'.padEnd(44)} ${'req/s'.padStart(7)} ${'vs Squid'.padStart(9)} ${'CPU us/req'.padStart(11)} ${'sys'.padStart(5)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'log B/req'.padStart(10)} ${'waited'.padStart(7)}  req/s of each round`);
       for (const { target } of inShape) {
         const rps = med(target.key, (s) => s.rps);
         const bad = results.get(`${target.key} ${shape.key}`)!.reduce((n, s) => n + s.bad, 0);
         console.log(
-          `  ${target.label.padEnd(44)} ${fmt(rps).padStart(7)} ${fmt(rps / squidRps, 2).padStart(9)} ${fmt(med(target.key, (s) => s.cpuUs)).padStart(11)} ${fmt(med(target.key, (s) => s.p50), 1).padStart(7)} ${fmt(med(target.key, (s) => s.p99), 1).padStart(7)} ${fmt(med(target.key, (s) => s.logBytesPerReq)).padStart(10)} ${(fmt(med(target.key, (s) => s.waitShare * 100)) + '%').padStart(7)}  ` +
+          `  ${target.label.padEnd(44)} ${fmt(rps).padStart(7)} ${fmt(rps / squidRps, 2).padStart(9)} ${fmt(med(target.key, (s) => s.cpuUs)).padStart(11)} ${fmt(med(target.key, (s) => s.sysUs)).padStart(5)} ${fmt(med(target.key, (s) => s.p50), 1).padStart(7)} ${fmt(med(target.key, (s) => s.p99), 1).padStart(7)} ${fmt(med(target.key, (s) => s.logBytesPerReq)).padStart(10)} ${(fmt(med(target.key, (s) => s.waitShare * 100)) + '%').padStart(7)}  ` +
             results.get(`${target.key} ${shape.key}`)!.map((s) => fmt(s.rps)).join(', ') + (bad > 0 ? `  (${bad} not 2xx/3xx or errors)` : ''),
         );
         const samples = results.get(`${target.key} ${shape.key}`)!;

@@ -33,6 +33,22 @@ export function cpuSecondsOf(pid: number | undefined): number {
 }
 
 /**
+ * System (kernel) CPU seconds of a process so far: its stime, all threads (Linux /proc; clock ticks
+ * assumed 100/s); NaN elsewhere. The share of `cpuSecondsOf` spent in system calls (a socket write on
+ * loopback runs the receiver's TCP path too) and page faults.
+ */
+export function systemCpuSecondsOf(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  if (pid === process.pid) return process.cpuUsage().system / 1e6;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return Number(fields[12]) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * Seconds the main thread of a process has spent runnable but waiting for a
  * CPU (the second field of /proc/PID/schedstat), NaN where unavailable: how
  * much the machine's other processes held it back.
