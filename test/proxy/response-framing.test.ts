@@ -75,6 +75,28 @@ async function getOn(client: RawClient, url: string, alreadyRead: number): Promi
   return response!;
 }
 
+/**
+ * GETs `urls` one after another on one keep-alive connection to the proxy; resolves with the
+ * responses once every one has arrived whole, after checking nothing follows the last one (a
+ * stray terminating chunk, or a body longer than its length, would).
+ */
+async function getAllOnOneConnection(proxyPort: number, urls: string[]): Promise<RawResponse[]> {
+  const client = await openRawClient(proxyPort);
+  try {
+    const responses: RawResponse[] = [];
+    let read = 0;
+    for (const url of urls) {
+      const response = await getOn(client, url, read);
+      responses.push(response);
+      read += response.wireLength;
+    }
+    assert.equal(client.received().length, read, 'no bytes after the last message');
+    return responses;
+  } finally {
+    client.socket.destroy();
+  }
+}
+
 describe('response framing on the client connection (raw bytes)', () => {
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
   let origin: TestOrigin;
@@ -105,52 +127,34 @@ describe('response framing on the client connection (raw bytes)', () => {
   });
 
   it("keeps the origin's Content-Length: no chunked encoding, the exact body, the next response right after it", async () => {
-    const client = await openRawClient(proxy.proxyAddress.port);
-    try {
-      let read = 0;
-      // Twice over every size, on one keep-alive connection: each message must end where its length says.
-      for (const name of ['small', '16k', '1m', 'small', '16k'] as const) {
-        const response = await getOn(client, `${origin.url}/length/${name}`, read);
-        assert.equal(response.statusLine, 'HTTP/1.1 200 OK', name);
-        assert.deepEqual(response.headers.get('content-length'), [String(SIZES[name])], `${name}: the origin's length, once`);
-        assert.equal(response.headers.get('transfer-encoding'), undefined, `${name}: not chunked`);
-        assert.ok(response.body.equals(pageOf(SIZES[name])), `${name}: the body byte for byte`);
-        // Header rules still hold on this path.
-        assert.match(response.headers.get('via')?.[0] ?? '', /^1\.1 robots-proxy-[a-z0-9]+$/, name);
-        assert.ok(response.headers.has('x-robots-proxy-decision'), name);
-        read += response.wireLength;
-      }
-      // Nothing beyond the five messages (a stray terminating chunk would show here).
-      assert.equal(client.received().length, read);
-    } finally {
-      client.socket.destroy();
-    }
+    // Twice over every size, on one keep-alive connection: each message must end where its length says.
+    const names = ['small', '16k', '1m', 'small', '16k'] as const;
+    const responses = await getAllOnOneConnection(proxy.proxyAddress.port, names.map((name) => `${origin.url}/length/${name}`));
+    names.forEach((name, i) => {
+      const response = responses[i]!;
+      assert.equal(response.statusLine, 'HTTP/1.1 200 OK', name);
+      assert.deepEqual(response.headers.get('content-length'), [String(SIZES[name])], `${name}: the origin's length, once`);
+      assert.equal(response.headers.get('transfer-encoding'), undefined, `${name}: not chunked`);
+      assert.ok(response.body.equals(pageOf(SIZES[name])), `${name}: the body byte for byte`);
+      // Header rules still hold on this path.
+      assert.match(response.headers.get('via')?.[0] ?? '', /^1\.1 robots-proxy-[a-z0-9]+$/, name);
+      assert.ok(response.headers.has('x-robots-proxy-decision'), name);
+    });
   });
 
   it('relays a body of unknown length chunked, and intact', async () => {
-    const client = await openRawClient(proxy.proxyAddress.port);
-    try {
-      let read = 0;
-      for (const name of ['small', '16k', 'small'] as const) {
-        const response = await getOn(client, `${origin.url}/unknown/${name}`, read);
-        assert.equal(response.headers.get('content-length'), undefined, name);
-        assert.deepEqual(response.headers.get('transfer-encoding'), ['chunked'], name);
-        assert.ok(response.body.equals(pageOf(SIZES[name])), `${name}: the body byte for byte`);
-        read += response.wireLength;
-      }
-      assert.equal(client.received().length, read);
-    } finally {
-      client.socket.destroy();
-    }
+    const names = ['small', '16k', 'small'] as const;
+    const responses = await getAllOnOneConnection(proxy.proxyAddress.port, names.map((name) => `${origin.url}/unknown/${name}`));
+    names.forEach((name, i) => {
+      const response = responses[i]!;
+      assert.equal(response.headers.get('content-length'), undefined, name);
+      assert.deepEqual(response.headers.get('transfer-encoding'), ['chunked'], name);
+      assert.ok(response.body.equals(pageOf(SIZES[name])), `${name}: the body byte for byte`);
+    });
   });
 
   it('sends a GET without a body upstream without Content-Length or Transfer-Encoding', async () => {
-    const client = await openRawClient(proxy.proxyAddress.port);
-    try {
-      await getOn(client, `${origin.url}/length/small`, 0);
-    } finally {
-      client.socket.destroy();
-    }
+    await getAllOnOneConnection(proxy.proxyAddress.port, [`${origin.url}/length/small`]);
     const hit = origin.hits.findLast((h) => h.url === '/length/small');
     assert.ok(hit, 'the origin saw the request');
     assert.equal(hit.headers['content-length'], undefined);
