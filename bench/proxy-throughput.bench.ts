@@ -92,6 +92,13 @@ const BASELINES = (process.env['BENCH_BASELINE'] ?? '').split(',').filter((d) =>
 const RUN_SECONDS = Number(process.env['BENCH_SECONDS'] ?? (QUICK ? 1 : 2));
 /** wrk takes whole seconds. */
 const WARMUP_SECONDS = 1;
+/**
+ * BENCH_PREWARM: seconds of unmeasured load right before every measured run (0: none). A Node target
+ * idle while the others ran comes back colder (V8's memory reducer shrinks its heap, caches go to the
+ * others): without it, the second of two back-to-back runs of one process cost ~20% less CPU per
+ * request than the first (same-process pair, 2026-12-01), whichever config ran first.
+ */
+const PREWARM_SECONDS = Number(process.env['BENCH_PREWARM'] ?? 1);
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const ROBOTS_TXT = 'User-agent: *\nAllow: /\n';
 const PAGE_PATH = '/page/1?q=1';
@@ -759,10 +766,10 @@ async function main(): Promise<void> {
   console.log(squid === undefined ? '  Squid: not found (PATH, /usr/sbin, /sbin): no Squid series, no ratios; see bench/README.md to install it' : `  Squid: ${squid} (${squidVersion}), squid -N, no cache, workers 1`);
   console.log(wrk === undefined ? '  wrk: not found: autocannon runs the keep-alive shapes, the Connection: close shapes are skipped; see bench/README.md' : `  load: ${wrk} -t1 -c${CONNECTIONS}, absolute-form GET ${PAGE_PATH} (96-byte answer), rotating over the shape's origins`);
   console.log(pinTarget.length > 0 ? `  pinning: targets on core ${TARGET_CORE}; load generator and origins on core ${LOAD_CORE} (taskset); the targets' other threads (V8 workers, libuv pool) ${helpers === 'both' ? `on core ${LOAD_CORE}, and in the -h0 twins on core ${TARGET_CORE}` : `on core ${defaultHelpersCore}`} (BENCH_HELPERS=${helpers})` : `  pinning: none (${process.env['BENCH_PIN'] === '0' ? 'BENCH_PIN=0' : 'taskset not found, or one CPU'})`);
-  console.log(`  runs: ${RUN_SECONDS} s each, ${ROUNDS} round(s) round-robin across targets after a ${WARMUP_SECONDS} s warm-up; medians${QUICK ? ' (BENCH_QUICK)' : ''}`);
+  console.log(`  runs: ${RUN_SECONDS} s each, ${ROUNDS} round(s) round-robin across targets after a ${WARMUP_SECONDS} s warm-up, each run after ${PREWARM_SECONDS} s of unmeasured load (BENCH_PREWARM); medians${QUICK ? ' (BENCH_QUICK)' : ''}`);
   if (REPLICAS > 1) console.log(`  replicas: every robots-proxy target runs as ${REPLICAS} processes (BENCH_REPLICAS), each measured every round; a target's figure is the median over replicas x rounds`);
   // About 0.4 s per run besides its length: wrk's start, the log's flush, reading /proc; and the processes' start.
-  const estimateS = cells.length * (WARMUP_SECONDS + 0.4 + ROUNDS * (RUN_SECONDS + 0.4)) + chosenTargets.reduce((n, t) => n + replicasOf(t), 0) * 1.5;
+  const estimateS = cells.length * (WARMUP_SECONDS + 0.4 + ROUNDS * (PREWARM_SECONDS + RUN_SECONDS + 0.4)) + chosenTargets.reduce((n, t) => n + replicasOf(t), 0) * 1.5;
   console.log(`  estimate: about ${Math.ceil(estimateS / 60)} min (${cells.length} runs of each round)`);
   const build = chosenTargets.some((t) => t.key.startsWith('rp')) ? ensureBuild() : 'not needed';
   console.log(`  robots-proxy: node dist/cli.js serve --config (${build}), config/default.yaml, log on stdout redirected to a file; deviations: listen.port, admin.port (free ports),`);
@@ -798,9 +805,12 @@ async function main(): Promise<void> {
       const run = running.get(instanceOf(target, replica))!;
       await target.prepare?.(run, origins[0]!);
       if (helpers !== 'none') pinHelperThreads(pinTarget[0]!, run.pid, run.helpersCore ?? defaultHelpersCore);
+      if (PREWARM_SECONDS > 0 && round > 0) {
+        await load({ proxyPort: run.port, origins: origins.slice(0, shape.origins), close: shape.close, seconds: PREWARM_SECONDS, ...(run.proxyAuthorization ? { proxyAuthorization: run.proxyAuthorization } : {}) });
+      }
       const logBefore = sizeOf(run.logFile);
       // The other targets, idle meanwhile but pinned to the same core: what they run (V8's memory reducer, timers) takes the core from this one.
-      const siblings = [...running.values()].filter((r) => r !== run).map((r) => r.pid);
+      const siblings = [...new Set([...running.values()].map((r) => r.pid))].filter((pid) => pid !== run.pid);
       const pids: Record<string, number> = { target: run.pid, origins: originsChild.pid!, ...Object.fromEntries(siblings.map((pid) => [`sibling ${pid}`, pid])) };
       const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSecondsOf(pid)]));
       const sysBefore = systemCpuSecondsOf(run.pid);
@@ -942,7 +952,8 @@ function printReplicaSpread(
 /**
  * The pairs of {@link SAME_PROCESS_PAIRS} that ran: per shape, the target's CPU per request and
  * req/s over its reference's, one ratio per (replica, round) from the two runs of one process back
- * to back, and their median; then each replica's median ratio (the spread between processes that
+ * to back, and their median; the order-balanced ratio (geometric mean of the odd and of the even
+ * rounds' medians: the pair runs in one order in odd rounds, the other in even ones); then each replica's median ratio (the spread between processes that
  * remains). Above 1 (CPU) the target costs more; below 1 (req/s) it serves fewer.
  */
 function printSameProcessPairs(shapes: Shape[], results: Map<string, Sample[]>): void {
@@ -955,13 +966,20 @@ function printSameProcessPairs(shapes: Shape[], results: Map<string, Sample[]>):
       const of = (k: string): Sample[] => results.get(`${k} ${shape.key}`)!;
       const pairs = of(key).flatMap((s) => {
         const ref = of(reference).find((r) => r.replica === s.replica && r.round === s.round);
-        return ref === undefined ? [] : [{ replica: s.replica, cpu: s.cpuUs / ref.cpuUs, rps: s.rps / ref.rps, refCpu: ref.cpuUs, cpuUs: s.cpuUs, refRps: ref.rps, rpsOf: s.rps }];
+        return ref === undefined ? [] : [{ replica: s.replica, round: s.round, cpu: s.cpuUs / ref.cpuUs, rps: s.rps / ref.rps, refCpu: ref.cpuUs, cpuUs: s.cpuUs, refRps: ref.rps, rpsOf: s.rps }];
       });
+      // The pair's order alternates with the round's parity: the geometric mean of the odd and even
+      // rounds' medians cancels what running first or second does to a run.
+      const balanced = (field: 'cpu' | 'rps'): string => {
+        const odd = pairs.filter((p) => p.round % 2 === 1).map((p) => p[field]);
+        const even = pairs.filter((p) => p.round % 2 === 0).map((p) => p[field]);
+        return odd.length > 0 && even.length > 0 ? fmt(Math.sqrt(median(odd) * median(even)), 3) : 'n/a (one round)';
+      };
       const replicas = [...new Set(pairs.map((p) => p.replica))].sort((a, b) => a - b);
       const perReplica = replicas.map((r) => `#${r} ${fmt(median(pairs.filter((p) => p.replica === r).map((p) => p.cpu)), 3)}`).join(', ');
       console.log(
-        `  ${shape.key.padEnd(9)} CPU us/req ${fmt(median(pairs.map((p) => p.refCpu)), 1)} -> ${fmt(median(pairs.map((p) => p.cpuUs)), 1)}, ratio ${fmt(median(pairs.map((p) => p.cpu)), 3)} ` +
-          `(${pairs.map((p) => fmt(p.cpu, 2)).join(' ')}; per replica ${perReplica}); req/s ${fmt(median(pairs.map((p) => p.refRps)))} -> ${fmt(median(pairs.map((p) => p.rpsOf)))}, ratio ${fmt(median(pairs.map((p) => p.rps)), 3)}`,
+        `  ${shape.key.padEnd(9)} CPU us/req ${fmt(median(pairs.map((p) => p.refCpu)), 1)} -> ${fmt(median(pairs.map((p) => p.cpuUs)), 1)}, ratio ${fmt(median(pairs.map((p) => p.cpu)), 3)}, order-balanced ${balanced('cpu')} ` +
+          `(${pairs.map((p) => fmt(p.cpu, 2)).join(' ')}; per replica ${perReplica}); req/s ${fmt(median(pairs.map((p) => p.refRps)))} -> ${fmt(median(pairs.map((p) => p.rpsOf)))}, ratio ${fmt(median(pairs.map((p) => p.rps)), 3)}, order-balanced ${balanced('rps')}`,
       );
     }
   }
