@@ -113,7 +113,6 @@ export function decideWithoutRobots(
 /** {@link ROBOTS_REASONS} as a set. */
 const IS_ROBOTS_REASON: ReadonlySet<DecisionReason> = new Set(ROBOTS_REASONS);
 
-
 /**
  * The refusal by an operator rule with action `deny`, decided before robots.txt is fetched
  * (nothing is sent upstream): reason `operator-policy`, the rule named in `policy` and `detail`.
