@@ -4,10 +4,15 @@
  */
 import { redactUserInfo } from '../audit/redact.js';
 
+/** `scheme://` followed by an authority (RFC 3986 §3.2: `//` then a host, not a third `/`). */
+const AUTHORITY_AFTER_SCHEME = /^[a-z][a-z0-9+.-]*:\/\/[^/\\]/i;
+
 /**
  * Parses the request target of a proxy request: an absolute-form `http://` or
- * `https://` URL with a host (RFC 9112 §3.2.2). A trailing dot on the host is
- * dropped (`example.com.` is `example.com`). Never throws.
+ * `https://` URL with a host (RFC 9112 §3.2.2) and a port other than 0. A
+ * trailing dot on the host is dropped (`example.com.` is `example.com`). The
+ * authority must be written: WHATWG reads `http:///x` and `http:x` as
+ * `http://x/`, a host the client never named, so they are refused. Never throws.
  * @returns the URL, or a reason string (for a 400) when it is not one.
  */
 export function parseProxyTarget(rawTarget: string | undefined): URL | string {
@@ -22,7 +27,9 @@ export function parseProxyTarget(rawTarget: string | undefined): URL | string {
     return `the target "${redactUserInfo(rawTarget.slice(0, 200))}" is not an absolute URL`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme "${url.protocol}" is not proxied (only http and https)`;
-  if (url.hostname.length === 0) return 'the target has no host';
+  if (url.hostname.length === 0 || !AUTHORITY_AFTER_SCHEME.test(rawTarget)) return `the target "${redactUserInfo(rawTarget.slice(0, 200))}" has no host: write ${url.protocol}//host/path`;
+  // Port 0 names no server (RFC 6335 §6: reserved); connecting to it fails, and it is not an origin to fetch robots.txt for.
+  if (url.port === '0') return 'the target\'s port is 0, which no server listens on';
   // `example.com.` is `example.com`: one origin, one robots.txt, one queue (else a trailing dot
   // would buy a second pacing queue).
   if (url.hostname.endsWith('.') && url.hostname.length > 1) url.hostname = url.hostname.slice(0, -1);

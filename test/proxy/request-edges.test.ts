@@ -1,0 +1,63 @@
+/**
+ * Requests at the edges of HTTP/1.1 that the listener used to answer outside the proxy's own
+ * answers (no decision header, no request id, no access line), or not at all, or decided for a
+ * host the client never named. Each must get the proxy's defined answer, with its access line.
+ * Real parts: a proxy in process, an origin on loopback, raw sockets.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { captureLogs, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
+import { rawExchange, waitFor } from '../helpers/proxy-client.js';
+
+const UA = 'User-Agent: ExampleBot/1.0\r\n';
+
+/** The status, the decision header and the request id of the first answer in `text`. */
+function answerOf(text: string): { status: number; decision: string | undefined; requestId: string | undefined } {
+  const head = text.split('\r\n\r\n')[0] ?? '';
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+  return {
+    status,
+    decision: /\r\nx-robots-proxy-decision: ([^\r]*)/i.exec(head)?.[1],
+    requestId: /\r\nx-robots-proxy-request-id: ([^\r]*)/i.exec(head)?.[1],
+  };
+}
+
+describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and an access line', () => {
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  let origin: TestOrigin;
+  let logs: LogCapture;
+  let host: string;
+
+  before(async () => {
+    logs = captureLogs();
+    origin = await startOrigin(siteHandler({ robots: 'User-agent: *\nDisallow: /private\n' }));
+    host = new URL(origin.url).host;
+    proxy = await startTestProxy({}, { logger: logs.logger });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  /** Sends `raw`, checks the answer's status, decision and request id, and that its access line says the same. */
+  async function expectAnswer(raw: string, status: number, decision: RegExp): Promise<string> {
+    const text = await rawExchange(proxy.proxyAddress.port, raw, 5000);
+    const answer = answerOf(text);
+    assert.equal(answer.status, status, text.slice(0, 400) || '(no answer at all)');
+    assert.match(answer.decision ?? '', decision);
+    assert.ok(answer.requestId, 'a request id');
+    await waitFor(() => logs.lines.some((l) => l['msg'] === 'request' && l['requestId'] === answer.requestId), 'the access line');
+    const line = logs.lines.find((l) => l['msg'] === 'request' && l['requestId'] === answer.requestId)!;
+    assert.equal(line['status'], status, 'the access line has the status the client got');
+    return text;
+  }
+
+  for (const target of ['http://127.0.0.1:0/page', 'http:///page', 'http:////127.0.0.1/page']) {
+    it(`${target} is answered 400 bad-request, and nothing is fetched`, async () => {
+      const hits = origin.hits.length;
+      await expectAnswer(`GET ${target} HTTP/1.1\r\nHost: x\r\n${UA}\r\n`, 400, /^deny; reason=bad-request/);
+      assert.equal(origin.hits.length, hits);
+    });
+  }
+});
