@@ -13,6 +13,7 @@ import type net from 'node:net';
 import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
+import { decideWithoutRobots } from '../policy/decide.js';
 import { outgoingUserAgent } from '../policy/identity.js';
 import type { AdmittedClient } from '../access/access-control.js';
 import { CancelSignal } from '../pacing/index.js';
@@ -24,6 +25,17 @@ import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 import { appendedVia } from './headers.js';
+
+/**
+ * Why http-proxy would drop this upgrade without a byte (it relays only `GET` with `Upgrade:
+ * websocket`, and destroys the socket of anything else: `Upgrade: h2c`, which curl --http2 sends
+ * for http:// URLs, `TLS/1.0`, a POST), as the detail of a 400; undefined when it can be relayed.
+ */
+export function unrelayableUpgrade(req: IncomingMessage): string | undefined {
+  const upgrade = req.headers.upgrade ?? '';
+  if (req.method === 'GET' && upgrade.toLowerCase() === 'websocket') return undefined;
+  return `only a GET with Upgrade: websocket is relayed, not ${(req.method ?? '').slice(0, 20)} with Upgrade: ${upgrade.slice(0, 100)}; send the request without Upgrade`;
+}
 
 /** Collaborators of {@link UpgradeRelay}. */
 export interface UpgradeDeps {
@@ -115,6 +127,10 @@ export class UpgradeRelay {
   async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, via: RequestVia, tunnel?: AdmittedClient): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     socket.on('error', () => socket.destroy());
+    const unrelayable = unrelayableUpgrade(req);
+    if (unrelayable !== undefined) {
+      return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin: target.origin, detail: unrelayable }), { via, startedAtMs, url: target.href });
+    }
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
     const admitted = await pipeline.admit(req, { origin: target.origin, ...(tunnel ? { tunnel } : {}) });

@@ -53,6 +53,22 @@ describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and 
     return text;
   }
 
+  it('an Upgrade other than websocket (h2c, as curl --http2 sends it) is answered 400, not dropped without a byte', async () => {
+    const pages = (): number => origin.hits.filter((h) => h.url !== '/robots.txt').length;
+    const before = pages();
+    const text = await expectAnswer(
+      `GET ${origin.url}/page HTTP/1.1\r\nHost: ${host}\r\n${UA}Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n`,
+      400,
+      /^deny; reason=bad-request/,
+    );
+    assert.match(text, /h2c/);
+    assert.equal(pages(), before, 'nothing but robots.txt reached the origin');
+  });
+
+  it('a websocket Upgrade with a method other than GET is answered 400, not dropped', async () => {
+    await expectAnswer(`POST ${origin.url}/ws HTTP/1.1\r\nHost: ${host}\r\n${UA}Connection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n`, 400, /^deny; reason=bad-request/);
+  });
+
   for (const target of ['http://127.0.0.1:0/page', 'http:///page', 'http:////127.0.0.1/page']) {
     it(`${target} is answered 400 bad-request, and nothing is fetched`, async () => {
       const hits = origin.hits.length;
