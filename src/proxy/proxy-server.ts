@@ -16,7 +16,7 @@ import { hasVisitedProxy } from './headers.js';
 import { targetsOwnListener } from './loop-guard.js';
 import { guardSocketRequest, RequestBoundary } from './error-boundary.js';
 import { answerClientError, refuseRequest } from './own-answer.js';
-import { parseProxyTarget } from './proxy-target.js';
+import { missingHostDetail, parseProxyTarget } from './proxy-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
@@ -68,6 +68,8 @@ export class ProxyServer {
       headersTimeout: limits.headersTimeoutMs ?? 30_000,
       requestTimeout: 0,
       keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
+      // Checked in onRequest/onUpgrade, so that the 400 is the proxy's own answer with its access line.
+      requireHostHeader: false,
     });
     // Before the request listener: a drain must see each response before anything is written to it.
     // The guard is the tracker's policy: one record, one close listener per connection for both.
@@ -132,6 +134,8 @@ export class ProxyServer {
    * attaches no rejection handler to it.
    */
   private onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
+    const noHost = missingHostDetail(req.httpVersion, req.headers.host);
+    if (noHost !== undefined) return refuseRequest(this.deps, req, res, decideWithoutRobots('bad-request', { detail: noHost }), 'http');
     const target = parseProxyTarget(req.url);
     if (typeof target === 'string') return refuseRequest(this.deps, req, res, decideWithoutRobots('bad-request', { detail: target }), 'http');
     if (this.isLoop(req, target)) {
@@ -143,8 +147,9 @@ export class ProxyServer {
 
   private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const target = parseProxyTarget(req.url);
-    if (typeof target === 'string' || this.isLoop(req, target)) {
-      const detail = typeof target === 'string' ? target : 'forwarding loop';
+    const noHost = missingHostDetail(req.httpVersion, req.headers.host);
+    if (noHost !== undefined || typeof target === 'string' || this.isLoop(req, target)) {
+      const detail = noHost ?? (typeof target === 'string' ? target : 'forwarding loop');
       return this.deps.upgrade.refuse(req, socket, decideWithoutRobots('bad-request', { detail }), { via: 'http' });
     }
     await this.deps.upgrade.relay(req, socket, head, target, 'http');

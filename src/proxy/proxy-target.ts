@@ -36,3 +36,14 @@ export function parseProxyTarget(rawTarget: string | undefined): URL | string {
   if (url.username || url.password) return 'the target must not carry user information';
   return url;
 }
+
+/**
+ * Why a request must be refused for its missing `Host` (the detail of a 400), or undefined: an
+ * HTTP/1.1 request without one gets 400 (RFC 9112 §3.2: "A server MUST respond with a 400"), an
+ * absolute-form one too; HTTP/1.0 needs none. Node's own check is off on the proxy's servers, so
+ * the answer is the proxy's (decision header, request id, access line), not Node's bare 400.
+ */
+export function missingHostDetail(httpVersion: string, host: string | undefined): string | undefined {
+  if (host !== undefined || httpVersion === '1.0') return undefined;
+  return 'an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2), even with an absolute URL';
+}

@@ -15,6 +15,7 @@ import { guardSocketRequest, RequestBoundary, type BoundaryDeps } from './error-
 import { hasVisitedProxy } from './headers.js';
 import { answerClientError, refuseRequest, type RequestVia } from './own-answer.js';
 import type { RequestPipeline } from './pipeline.js';
+import { missingHostDetail } from './proxy-target.js';
 import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -58,7 +59,8 @@ export class TunnelRequestServer {
   private readonly boundaries: Record<'https-intercepted' | 'http-tunnelled', RequestBoundary>;
 
   constructor(private readonly deps: TunnelRequestDeps) {
-    this.server = http.createServer({ keepAliveTimeout: deps.keepAliveTimeoutMs ?? 5000 });
+    // Host is checked in bind(), so that the 400 is the proxy's own answer with its access line.
+    this.server = http.createServer({ keepAliveTimeout: deps.keepAliveTimeoutMs ?? 5000, requireHostHeader: false });
     // Before the request listener: a drain must see each response before anything is written to it.
     this.drainTracker = new ConnectionTracker(this.server);
     // One boundary per `via`, for all requests: nothing allocated per request for it (issue 11).
@@ -119,6 +121,8 @@ export class TunnelRequestServer {
     if (hasVisitedProxy(req.headers, this.deps.viaPseudonym)) {
       return decideWithoutRobots('bad-request', { origin, detail: 'the request already passed through this proxy (forwarding loop)' });
     }
+    const noHost = missingHostDetail(req.httpVersion, req.headers.host);
+    if (noHost !== undefined) return decideWithoutRobots('bad-request', { origin, detail: noHost });
     const bound = resolveTunnelRequest(session.target, session.scheme, req.url, req.headers.host);
     if (bound instanceof URL) return bound;
     return decideWithoutRobots(bound.reason, { origin, detail: bound.detail });

@@ -69,6 +69,26 @@ describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and 
     await expectAnswer(`POST ${origin.url}/ws HTTP/1.1\r\nHost: ${host}\r\n${UA}Connection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0\r\n\r\n`, 400, /^deny; reason=bad-request/);
   });
 
+  it('an HTTP/1.1 request without Host gets the proxy\'s 400 (RFC 9112 §3.2), with an explanation', async () => {
+    const text = await expectAnswer(`GET ${origin.url}/page HTTP/1.1\r\n${UA}\r\n`, 400, /^deny; reason=bad-request/);
+    assert.match(text, /Host/);
+  });
+
+  it('inside a plain-HTTP CONNECT tunnel too, an HTTP/1.1 request without Host gets the proxy\'s 400', async () => {
+    const text = await rawExchange(proxy.proxyAddress.port, `CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\nGET /page HTTP/1.1\r\n${UA}\r\n`, 5000);
+    const inner = text.slice(text.indexOf('\r\n\r\n') + 4);
+    assert.match(text, /^HTTP\/1\.1 200 /);
+    const answer = answerOf(inner);
+    assert.equal(answer.status, 400, inner.slice(0, 300));
+    assert.match(answer.decision ?? '', /^deny; reason=bad-request/);
+    await waitFor(() => logs.lines.some((l) => l['msg'] === 'request' && l['requestId'] === answer.requestId && l['via'] === 'http-tunnelled'), 'the access line');
+  });
+
+  it('an HTTP/1.0 request without Host is served', async () => {
+    const text = await rawExchange(proxy.proxyAddress.port, `GET ${origin.url}/page HTTP/1.0\r\n${UA}\r\n`, 5000);
+    assert.equal(answerOf(text).status, 200, text.slice(0, 300));
+  });
+
   for (const target of ['http://127.0.0.1:0/page', 'http:///page', 'http:////127.0.0.1/page']) {
     it(`${target} is answered 400 bad-request, and nothing is fetched`, async () => {
       const hits = origin.hits.length;
