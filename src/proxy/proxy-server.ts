@@ -78,6 +78,9 @@ export class ProxyServer {
     // One boundary for all requests: nothing allocated per request for it (issue 11).
     this.boundary = new RequestBoundary(deps, { where: 'proxy-request', via: 'http' }, (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res));
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => this.boundary.run(req, res));
+    // An Expect other than 100-continue: decided and forwarded like any request (the Expect is not
+    // forwarded; RFC 9110 §10.1.1 allows ignoring it), instead of Node's bare 417 without an access line.
+    this.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => this.boundary.run(req, res));
     this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.drainTracker.detach(socket);
       // A CONNECT on a keep-alive connection that was busy when the drain began.

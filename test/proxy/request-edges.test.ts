@@ -89,6 +89,11 @@ describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and 
     assert.equal(answerOf(text).status, 200, text.slice(0, 300));
   });
 
+  it('an Expect other than 100-continue is decided like any request (a disallowed path is 403), not Node\'s bare 417', async () => {
+    await expectAnswer(`GET ${origin.url}/private/x HTTP/1.1\r\nHost: ${host}\r\n${UA}Expect: 999-wat\r\n\r\n`, 403, /^deny; reason=rule-disallow/);
+    await expectAnswer(`GET ${origin.url}/page HTTP/1.1\r\nHost: ${host}\r\n${UA}Expect: 999-wat\r\nConnection: close\r\n\r\n`, 200, /^allow; /);
+  });
+
   for (const target of ['http://127.0.0.1:0/page', 'http:///page', 'http:////127.0.0.1/page']) {
     it(`${target} is answered 400 bad-request, and nothing is fetched`, async () => {
       const hits = origin.hits.length;
