@@ -64,7 +64,8 @@ export interface RelayHooks {
   onSent(): void;
   /**
    * The final response head arrived: write it to the client (status, headers).
-   * The body follows into the same response.
+   * The body follows into the same response. Called with the first body byte, or at the end
+   * of a response without a body; never when the origin fails before either.
    */
   onResponseHead(status: number, headers: IncomingHttpHeaders): void;
   /**
@@ -115,6 +116,8 @@ type WriteDeadlines = HoldList<ResponseRelay>;
 class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
   private controller: Dispatcher.DispatchController | undefined;
   private status: number | undefined;
+  /** The final response head, until the first body byte or the end hands it to `hooks.onResponseHead`. */
+  private pendingHead: IncomingHttpHeaders | undefined = undefined;
   private bytesSent = 0;
   private clientAborted = false;
   private upstreamEnded = false;
@@ -194,10 +197,22 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx informational: not relayed (the client gets the final response).
     this.status = statusCode;
-    this.hooks.onResponseHead(statusCode, headers);
+    // Handed to the hook with the first body byte or the end: Node puts a head on the wire only
+    // then anyway, and an origin that fails before either (a malformed first chunk, a reset) leaves
+    // the response unwritten, so the client gets the proxy's 502 instead of a close without a byte.
+    this.pendingHead = headers;
+  }
+
+  /** Hands the held response head to the hook (once). */
+  private writeHead(): void {
+    const headers = this.pendingHead;
+    if (headers === undefined) return;
+    this.pendingHead = undefined;
+    this.hooks.onResponseHead(this.status as number, headers);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.pendingHead !== undefined) this.writeHead();
     this.bytesSent += chunk.length;
     if (!this.res.write(chunk)) {
       controller.pause();
@@ -207,6 +222,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
   }
 
   onResponseEnd(): void {
+    if (this.pendingHead !== undefined) this.writeHead();
     this.upstreamEnded = true;
     this.hooks.onUpstreamEnd?.();
     this.res.end();

@@ -489,6 +489,9 @@ export class RequestPipeline {
     const { req, res } = x.p;
     const decision = x.decision as Decision;
     x.stopBodyWatch?.();
+    // A head whose body failed before its first byte was never handed to the exchange: its status
+    // still frees the slot as the origin's answer (a 429/503 pauses the origin).
+    if (decision.upstream === undefined && relayed.status !== undefined) decision.upstream = { status: relayed.status };
     x.onUpstreamEnd();
     x.upstreamStatus = relayed.status ?? null;
     x.status = relayed.status ?? 0;
