@@ -82,6 +82,8 @@ export class TunnelRequestServer {
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
       const session = this.sessions.get(socket);
       this.noteRequestHead(session);
+      // A connection the client reset or closed (ECONNRESET) can be answered nothing: not a malformed request.
+      if (socket.destroyed || !socket.writable) return void socket.destroy();
       deps.logger.warn(
         { event: 'tunnel-client-error', origin: session ? tunnelOrigin(session.target, session.scheme) : null, error: err.code ?? 'unparsable' },
         'malformed request inside a CONNECT tunnel: answered 400',
