@@ -1,7 +1,7 @@
 /**
  * Header handling for forwarding (RFC 9110 §7.6). Pure.
  */
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 
 /** Hop-by-hop fields, never forwarded (RFC 9110 §7.6.1), plus the legacy `proxy-connection`. */
 const HOP_BY_HOP = new Set([
@@ -94,4 +94,14 @@ export function hasVisitedProxy(headers: IncomingHttpHeaders, pseudonym: string)
   const via = headers['via'];
   if (via === undefined) return false;
   return via.split(',').some((hop) => hop.trim().split(/\s+/)[1] === pseudonym);
+}
+
+/**
+ * True when `req` asked for `Expect: 100-continue` (any case, RFC 9110 §10.1.1) and its body has not
+ * all arrived: the client waits for a 100 Continue, or a final answer, before sending it. The
+ * listeners hold back Node's automatic 100 (`checkContinue`), so that only an allowed request gets it.
+ */
+export function awaitsContinue(req: IncomingMessage): boolean {
+  const expect = req.headers['expect'];
+  return !req.complete && expect !== undefined && expect.trim().toLowerCase() === '100-continue';
 }

@@ -12,6 +12,7 @@ import type { Decision } from '../policy/decision.js';
 import type { Duplex } from 'node:stream';
 import { decideWithoutRobots } from '../policy/decide.js';
 import { renderProxyResponse } from './responses.js';
+import { awaitsContinue } from './headers.js';
 import { clientErrorStatus, writeRawResponse } from './raw-response.js';
 import { clientRequestIdOf, nextRequestId, requestIdOf } from './request-id.js';
 
@@ -70,7 +71,8 @@ export function refuseRequest(
   const startedAtMs = deps.clock.nowMs();
   const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: startedAtMs, requestId: requestIdOf(req) });
   const bytesSent = req.method === 'HEAD' ? 0 : Buffer.byteLength(rendered.body);
-  const close = decision.reason === 'bad-request' ? { connection: 'close' } : {};
+  // After bad-request, or a refusal of a request whose client waits for 100 Continue before sending its body.
+  const close = decision.reason === 'bad-request' || awaitsContinue(req) ? { connection: 'close' } : {};
   res.writeHead(rendered.status, { ...rendered.headers, ...close, 'content-length': String(Buffer.byteLength(rendered.body)) });
   res.end(req.method === 'HEAD' ? undefined : rendered.body);
   req.resume();

@@ -20,7 +20,7 @@ import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LimitEvent } from '../audit/limit-events.js';
-import { forwardableHeaders } from './headers.js';
+import { awaitsContinue, forwardableHeaders } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayOutcome, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { isCertificateError, renderProxyResponse } from './responses.js';
@@ -475,6 +475,9 @@ export class RequestPipeline {
         body.destroy(Object.assign(new Error(`no request body bytes for ${requestBodyTimeoutMs} ms`), { code: CLIENT_BODY_TIMEOUT }));
       });
     }
+    // The listeners hold back Node's automatic 100 Continue (checkContinue): the request is allowed
+    // and its slot granted, so the client may send its body now.
+    if (awaitsContinue(req)) res.writeContinue();
     const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
     delete headers['expect'];
     headers['host'] = x.p.target.host;
@@ -524,7 +527,8 @@ export class RequestPipeline {
   private respond(res: ServerResponse, req: IncomingMessage, decision: Decision, options: { close?: boolean } = {}): number {
     const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
     if (res.headersSent || res.destroyed) return rendered.status;
-    const close = options.close ? { connection: 'close' } : {};
+    // A client told to wait for 100 Continue may never send the body it announced: close rather than read it as the next request.
+    const close = options.close || awaitsContinue(req) ? { connection: 'close' } : {};
     res.writeHead(rendered.status, { ...rendered.headers, 'content-length': String(Buffer.byteLength(rendered.body)), ...close });
     res.end(req.method === 'HEAD' ? undefined : rendered.body);
     // A request body we will not read must not keep the connection busy.

@@ -81,6 +81,9 @@ export class ProxyServer {
     // An Expect other than 100-continue: decided and forwarded like any request (the Expect is not
     // forwarded; RFC 9110 §10.1.1 allows ignoring it), instead of Node's bare 417 without an access line.
     this.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => this.boundary.run(req, res));
+    // Expect: 100-continue: the 100 is sent only once the request is allowed and about to go upstream
+    // (the pipeline's sendUpstream), so a refused request's body is never invited (RFC 9110 §10.1.1).
+    this.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.boundary.run(req, res));
     this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.drainTracker.detach(socket);
       // A CONNECT on a keep-alive connection that was busy when the drain began.

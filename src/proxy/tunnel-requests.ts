@@ -72,6 +72,8 @@ export class TunnelRequestServer {
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => this.boundaries[viaOf(this.sessions.get(req.socket))].run(req, res));
     // An Expect other than 100-continue is decided like any request (see ProxyServer), not Node's bare 417.
     this.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => this.boundaries[viaOf(this.sessions.get(req.socket))].run(req, res));
+    // Expect: 100-continue: the 100 only once the request is allowed (see ProxyServer).
+    this.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.boundaries[viaOf(this.sessions.get(req.socket))].run(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.drainTracker.detach(socket);
       // The server drops its own error listener from an upgraded socket.

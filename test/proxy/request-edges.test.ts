@@ -6,6 +6,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { captureLogs, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { rawExchange, waitFor } from '../helpers/proxy-client.js';
 
@@ -92,6 +93,37 @@ describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and 
   it('an Expect other than 100-continue is decided like any request (a disallowed path is 403), not Node\'s bare 417', async () => {
     await expectAnswer(`GET ${origin.url}/private/x HTTP/1.1\r\nHost: ${host}\r\n${UA}Expect: 999-wat\r\n\r\n`, 403, /^deny; reason=rule-disallow/);
     await expectAnswer(`GET ${origin.url}/page HTTP/1.1\r\nHost: ${host}\r\n${UA}Expect: 999-wat\r\nConnection: close\r\n\r\n`, 200, /^allow; /);
+  });
+
+  it('Expect: 100-continue to a disallowed path gets the 403 at once, without a 100 Continue that would start the upload', async () => {
+    const text = await rawExchange(
+      proxy.proxyAddress.port,
+      `POST ${origin.url}/private/upload HTTP/1.1\r\nHost: ${host}\r\n${UA}Content-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      5000,
+    );
+    assert.match(text, /^HTTP\/1\.1 403 /, text.slice(0, 200));
+    assert.doesNotMatch(text, /100 Continue/);
+    // Even on a keep-alive connection: the body the client held back is never read as its next request.
+    const kept = await rawExchange(proxy.proxyAddress.port, `POST ${origin.url}/private/upload HTTP/1.1\r\nHost: ${host}\r\n${UA}Content-Length: 5\r\nExpect: 100-continue\r\n\r\n`, 5000);
+    assert.match(kept, /^HTTP\/1\.1 403 /);
+    assert.match(kept, /\r\nconnection: close\r\n/i);
+  });
+
+  it('Expect: 100-continue to an allowed path gets 100 Continue, then the origin\'s answer to the body', async () => {
+    const socket = net.connect(proxy.proxyAddress.port, '127.0.0.1');
+    let text = '';
+    socket.setEncoding('latin1');
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('data', (d: string) => {
+      const before = text;
+      text += d;
+      // The body is sent only once the proxy said to go on.
+      if (!before.includes('100 Continue') && text.includes('100 Continue')) socket.write('hello');
+    });
+    socket.write(`POST ${origin.url}/upload HTTP/1.1\r\nHost: ${host}\r\n${UA}Content-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    await closed;
+    assert.match(text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, text.slice(0, 200));
+    assert.match(text, /page \/upload/);
   });
 
   for (const target of ['http://127.0.0.1:0/page', 'http:///page', 'http:////127.0.0.1/page']) {
