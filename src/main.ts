@@ -44,6 +44,7 @@ import { isLoopbackHost } from './config/schema.js';
 import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
 import { runUntilStopped } from './lifecycle/process-handlers.js';
+import { decideWithoutRobots } from './policy/decide.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -499,7 +500,10 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       explain: async (url, userAgent, identityName) => {
         // Read as the proxy reads a request's target (`example.com.` is `example.com`), so the answer is the proxy's.
         const parsed = parseProxyTarget(url);
-        const target = typeof parsed === 'string' ? new URL(url) : parsed;
+        // A target the proxy answers 400 (port 0, no written host, user information) is explained as
+        // that 400, without fetching a robots.txt for it.
+        if (typeof parsed === 'string') return { ...decideWithoutRobots('bad-request', { detail: parsed }), robotsWarnings: [] };
+        const target = parsed;
         if (identityName !== undefined && !access.isKnownIdentity(identityName)) throw new UnknownIdentityError(`unknown identity ${JSON.stringify(identityName)}`);
         const source = current.access.clients.some((range) => range.identity === identityName) ? 'client-range' : 'credentials';
         const identity = identityName === undefined ? null : access.identityNamed(identityName, source);

@@ -27,4 +27,19 @@ describe('/explain and the trailing dot of a host', () => {
     assert.deepEqual(explained['policy'], { rule: 'no-admin', action: 'deny' });
     assert.equal(explained['origin'], 'http://x.example.com');
   });
+
+  for (const url of ['http://127.0.0.1:0/x', 'http:///x', 'http://user:secret@127.0.0.1:9/x']) {
+    it(`explains ${url} as the 400 bad-request the proxy answers, and fetches no robots.txt for it`, async () => {
+      const proxied = await proxyGet(proxy.proxyAddress.port, url, { headers: { 'user-agent': 'ExampleBot/1.0' } }).catch(() => undefined);
+      if (proxied !== undefined) assert.equal(proxied.headers['x-robots-proxy-decision'], 'deny; reason=bad-request');
+      const answer = await fetch(`${proxy.adminUrl}/explain?url=${encodeURIComponent(url)}&ua=ExampleBot`);
+      assert.equal(answer.status, 200);
+      const explained = (await answer.json()) as Record<string, unknown>;
+      assert.equal(explained['verdict'], 'deny');
+      assert.equal(explained['reason'], 'bad-request');
+      assert.equal(explained['snapshot'], null);
+      const origin = url.startsWith('http:///') ? 'http://x' : 'http://127.0.0.1:0';
+      assert.equal((await fetch(`${proxy.adminUrl}/robots?origin=${encodeURIComponent(origin)}`)).status, 404, 'no robots.txt fetched');
+    });
+  }
 });
