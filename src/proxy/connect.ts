@@ -4,8 +4,10 @@
  * `host:port` (else 400), it is not this proxy (400, forwarding loop), the
  * mode allows tunnels (`deny`: 403), and the host passes the private-network
  * guard (403). Only then:
- * - `intercept`: 200, then TLS with a leaf certificate signed for the host
- *   (or plain HTTP, as the client's first bytes say): tunnel-intercept.ts;
+ * - `intercept`: 400 for a host no certificate can name (`*.example.com`, a
+ *   label over 63 characters); else 200, then TLS with a leaf certificate
+ *   signed for the host (or plain HTTP, as the client's first bytes say):
+ *   tunnel-intercept.ts;
  * - `tunnel`: decide on the origin's `/` for the agent, pace the CONNECT per
  *   origin, then relay bytes (paths are not checked) until either side closes
  *   or the tunnel is idle for `https.idleTimeout`.
@@ -22,6 +24,7 @@ import type { Identity } from '../policy/identity.js';
 import { CancelSignal } from '../pacing/index.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
+import { isLeafHost } from './tls/leaf-host.js';
 import { identityOf, type RequestPipeline } from './pipeline.js';
 import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './responses.js';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
@@ -118,6 +121,10 @@ export class ConnectHandler {
     }
     if (this.deps.mode === 'deny') return this.refuse(req, socket, decideWithoutRobots('tunnel-denied', { origin, detail: 'https.mode is deny' }), startedAtMs);
     if (this.deps.mode === 'tunnel') return this.tunnel(req, socket, head, target, startedAtMs, admitted.identity);
+    if (!isLeafHost(target.hostname)) {
+      const detail = `no certificate can be issued for "${target.hostname.slice(0, 300)}": not a host name (labels of 1-63 letters, digits, - or _; no wildcard) or an IP address`;
+      return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin, detail }), startedAtMs);
+    }
     const refused = await this.deps.pipeline.checkTarget(new URL(`${origin}/`), req.headers['user-agent']);
     if (refused) return this.refuse(req, socket, refused, startedAtMs);
     if (!this.interceptor || socket.destroyed) return void socket.destroy();

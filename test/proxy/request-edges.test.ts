@@ -126,6 +126,12 @@ describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and 
     assert.match(text, /page \/upload/);
   });
 
+  for (const authority of ['*.example.com:443', `${'a'.repeat(64)}.example.com:443`, '*:443']) {
+    it(`CONNECT ${authority.slice(0, 30)}: no certificate can be signed for it, so 400 before the 200, not a reset after it`, async () => {
+      await expectAnswer(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${UA}\r\n`, 400, /^deny; reason=bad-request/);
+    });
+  }
+
   for (const target of ['http://127.0.0.1:0/page', 'http:///page', 'http:////127.0.0.1/page']) {
     it(`${target} is answered 400 bad-request, and nothing is fetched`, async () => {
       const hits = origin.hits.length;

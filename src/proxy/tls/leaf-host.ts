@@ -60,6 +60,20 @@ export function normalizeLeafHost(host: string): LeafHost {
   return { name, kind: 'dns' };
 }
 
+/**
+ * True when a leaf certificate can be issued for `host` ({@link normalizeLeafHost} accepts it): so a
+ * CONNECT to a host no certificate can name (a wildcard, a label over 63 characters) is refused
+ * before its 200, not reset after it. Never throws.
+ */
+export function isLeafHost(host: string): boolean {
+  try {
+    normalizeLeafHost(host);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The WHATWG URL serialisation of an IPv6 address, or undefined if it is not one (zone ids included). */
 function canonicalizeIPv6(address: string): string | undefined {
   if (!isIPv6(address)) {
