@@ -25,6 +25,7 @@ import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 import { appendedVia } from './headers.js';
+import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
 
 /**
  * Why http-proxy would drop this upgrade without a byte (it relays only `GET` with `Upgrade:
@@ -35,6 +36,14 @@ export function unrelayableUpgrade(req: IncomingMessage): string | undefined {
   const upgrade = req.headers.upgrade ?? '';
   if (req.method === 'GET' && upgrade.toLowerCase() === 'websocket') return undefined;
   return `only a GET with Upgrade: websocket is relayed, not ${(req.method ?? '').slice(0, 20)} with Upgrade: ${upgrade.slice(0, 100)}; send the request without Upgrade`;
+}
+
+/** An upgrade handed to http-proxy, until its access line is written. Times in ms. */
+interface RelayedUpgrade {
+  decision: Decision;
+  startedAtMs: number;
+  via: RequestVia;
+  url: string;
 }
 
 /** Collaborators of {@link UpgradeRelay}. */
@@ -56,6 +65,8 @@ export class UpgradeRelay {
   private pipeline: RequestPipeline | undefined;
   /** `X-Robots-Proxy-Decision` of the upgrades being relayed, for the upstream's answer. */
   private readonly decisionHeaders = new WeakMap<IncomingMessage, string>();
+  /** The upgrades handed to http-proxy whose access line waits for the origin's answer (101 or not) or failure. */
+  private readonly relayed = new WeakMap<IncomingMessage, RelayedUpgrade>();
   private readonly proxy = httpProxy.createProxyServer({ ws: true, xfwd: false, changeOrigin: true });
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
@@ -65,9 +76,21 @@ export class UpgradeRelay {
     this.timeoutMs = deps.timeoutMs;
     this.httpAgent = deps.guard.agentFor(false);
     this.httpsAgent = deps.guard.agentFor(true, deps.secureContext ? { secureContext: deps.secureContext } : {}) as https.Agent;
-    // http-proxy reports socket errors here; without a listener it would throw.
-    this.proxy.on('error', (_err, _req, target) => {
+    // http-proxy reports socket errors here; without a listener it would throw. An upgrade the
+    // origin failed before answering gets the proxy's 502 (504 on a timeout) while the client's
+    // socket can still take it; its access line says so.
+    this.proxy.on('error', (err, req, target) => {
       const socket = target as Duplex | undefined;
+      const relayed = this.relayed.get(req);
+      if (relayed !== undefined && socket !== undefined && !socket.destroyed && socket.writable) {
+        const code = upstreamErrorCode(err);
+        const decision: Decision = { ...relayed.decision, reason: 'upstream-error', upstream: { error: code, timedOut: isTimeoutCode(code) } };
+        const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
+        writeRawResponse(socket, rendered);
+        this.finishRelayed(req, rendered.status, code, decision);
+      } else {
+        this.finishRelayed(req, 0, upstreamErrorCode(err));
+      }
       socket?.destroy?.();
     });
     this.proxy.on('proxyReqWs', (proxyReq: http.ClientRequest, req: IncomingMessage, socket: Duplex) => {
@@ -80,9 +103,14 @@ export class UpgradeRelay {
         res.headers[REQUEST_ID_HEADER] = requestIdOf(req);
         res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
       };
-      proxyReq.once('response', stamp);
+      proxyReq.once('response', (res: IncomingMessage) => {
+        // The origin did not switch protocols: http-proxy relays its answer, which the access line reports.
+        stamp(res);
+        this.finishRelayed(req, res.statusCode ?? 0, null);
+      });
       proxyReq.once('upgrade', (res: IncomingMessage, proxySocket: Duplex) => {
         stamp(res);
+        this.finishRelayed(req, 101, null);
         // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
         // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
         // An upgraded stream is over when either side ends or closes.
@@ -156,14 +184,24 @@ export class UpgradeRelay {
     req.headers['via'] = appendedVia(req.headers['via'], req.httpVersion, this.deps.viaPseudonym);
     this.decisionHeaders.set(req, decisionHeaderValue(decision));
     const isHttps = target.protocol === 'https:';
+    this.relayed.set(req, { decision, startedAtMs, via, url: target.href });
+    // A client that leaves before the origin answers: its access line says so.
+    socket.once('close', () => this.finishRelayed(req, 0, 'CLIENT_ABORTED'));
     this.proxy.ws(req, socket, head, {
       target: target.origin,
       agent: isHttps ? this.httpsAgent : this.httpAgent,
       secure: true,
       proxyTimeout: this.timeoutMs,
     });
+  }
+
+  /** Writes the access line of a relayed upgrade once (`status`: what the client got, 0 for nothing). */
+  private finishRelayed(req: IncomingMessage, status: number, error: string | null, decision?: Decision): void {
+    const relayed = this.relayed.get(req);
+    if (relayed === undefined) return;
+    this.relayed.delete(req);
     const nowMs = this.deps.clock.nowMs();
-    this.deps.onFinished(ownAnswerEntry(req, decision, { startedAtMs, nowMs, status: 101, via, url: target.href }));
+    this.deps.onFinished(ownAnswerEntry(req, decision ?? relayed.decision, { startedAtMs: relayed.startedAtMs, nowMs, status, via: relayed.via, url: relayed.url, error }));
   }
 
   /** Applies a reloaded `upstream.timeout` (ms) to upgrades relayed from now on. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { startTestProxy } from '../helpers/harness.js';
+import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { waitFor } from '../helpers/proxy-client.js';
 
 /** Sends a raw upgrade request to the proxy; with `echo`, sends it after the 101 and hangs up on its echo. Resolves with all it read. */
@@ -91,5 +91,55 @@ describe('Upgrade through the proxy', () => {
     const pseudonym = (sent ?? '').split(' ').pop();
     const head = text.slice(0, text.indexOf('\r\n\r\n'));
     assert.match(head, new RegExp(`\\r\\nvia: 1\\.1 origin-front, 1\\.1 ${pseudonym}(\\r\\n|$)`, 'i'));
+  });
+});
+
+describe('Upgrade to an origin that does not switch protocols: the access line says what the client got', () => {
+  let origin: net.Server;
+  let host: string;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  let logs: LogCapture;
+
+  before(async () => {
+    // robots.txt 404 (allow all); /refuse answers 403 to the upgrade; /reset resets the connection.
+    origin = net.createServer((socket) => {
+      socket.on('error', () => socket.destroy());
+      socket.once('data', (d: Buffer) => {
+        const path = d.toString('latin1').split(' ')[1];
+        if (path === '/robots.txt') return void socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        if (path === '/refuse') return void socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno');
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    host = `127.0.0.1:${(origin.address() as AddressInfo).port}`;
+    logs = captureLogs();
+    proxy = await startTestProxy({}, { logger: logs.logger });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await new Promise<void>((resolve) => origin.close(() => resolve()));
+  });
+
+  async function accessLine(path: string): Promise<Record<string, unknown>> {
+    const isLine = (l: Record<string, unknown>): boolean => l['msg'] === 'request' && l['url'] === `http://${host}${path}`;
+    await waitFor(() => logs.lines.some(isLine), 'the access line');
+    return logs.lines.find(isLine)!;
+  }
+
+  it('an origin that answers the upgrade with 403: the client gets the 403, and so does the access line', async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `http://${host}/refuse`, host);
+    assert.match(text, /^HTTP\/1\.1 403 /);
+    assert.equal((await accessLine('/refuse'))['status'], 403);
+  });
+
+  it('an origin that resets the upgrade: the client gets 502 upstream-error, not a closed socket, and the access line says 502', async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `http://${host}/reset`, host);
+    assert.match(text, /^HTTP\/1\.1 502 /, text || '(no answer at all)');
+    assert.match(text, /x-robots-proxy-decision: allow; reason=upstream-error/);
+    const line = await accessLine('/reset');
+    assert.equal(line['status'], 502);
+    assert.ok(line['error'], 'the access line names the error');
   });
 });
