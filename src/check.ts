@@ -82,7 +82,9 @@ export function formatAnswer(url: string, a: CheckAnswer): string {
 
 /**
  * Runs the JSON-lines mode: reads `input` line by line, writes one JSON line
- * per non-empty input line to `output`, in order. Parsed files are cached by
+ * per non-empty input line to `output`, in order. When `output` fails (its
+ * reader went away: EPIPE) the run stops and `input` is destroyed; the counts
+ * are those of the lines answered so far. Parsed files are cached by
  * body (bounded), so 10,000 cases over a few files parse each file once.
  * @returns counts of answered lines, of those disallowed, and of malformed lines.
  */
@@ -93,13 +95,31 @@ export async function runJsonl(input: Readable, output: Writable): Promise<{ ans
   let disallowed = 0;
   let errors = 0;
   let buffer: string[] = [];
+  // A reader that goes away (`| head -1`: EPIPE) ends the run, quietly: nothing is left to answer to.
+  // The listener stays: the error of the last write may come after this function returned.
+  let isOutputGone = false;
+  output.on('error', () => {
+    isOutputGone = true;
+    lines.close();
+    input.destroy();
+  });
   const flush = async (): Promise<void> => {
-    if (buffer.length === 0) return;
+    if (buffer.length === 0 || isOutputGone) return;
     const chunk = buffer.join('');
     buffer = [];
-    if (!output.write(chunk)) await new Promise<void>((resolve) => output.once('drain', resolve));
+    if (output.write(chunk)) return;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        output.off('drain', done);
+        output.off('close', done);
+        resolve();
+      };
+      output.once('drain', done);
+      output.once('close', done);
+    });
   };
   for await (const line of lines) {
+    if (isOutputGone) break;
     // One output line per input line, blank ones included, so outputs stay aligned with inputs.
     const answer = answerLine(line, parsedByBody);
     buffer.push(JSON.stringify(answer) + '\n');

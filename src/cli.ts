@@ -287,6 +287,10 @@ async function runCheck(args: string[]): Promise<number> {
     urls: positionals,
     json: values.json ?? false,
   });
+  // A reader that left (`| head -1`) makes the write fail with EPIPE: nothing is left to print to, not a crash.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
   process.stdout.write(lines.join('\n') + '\n');
   return disallowed > 0 ? 1 : 0;
 }

@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { runCli, type CliRun } from '../helpers/cli.js';
 
 /** `robots-proxy` with `args`, `stdin` on its standard input. */
@@ -126,5 +128,21 @@ describe('robots-proxy check', () => {
     const badUrl = await run(['check', '--robots', robotsFile, '--token', 'x', 'not-a-url']);
     assert.equal(badUrl.code, 2);
     assert.match(badUrl.stderr, /not an absolute URL/);
+  });
+
+  it('--jsonl whose reader goes away (| head -1) stops quietly: no EPIPE crash, no stack trace', async () => {
+    const line = JSON.stringify({ robots: 'User-agent: *\nDisallow: /x\n', url: 'https://a.example/x', token: 'A' }) + '\n';
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('../../src/cli.ts', import.meta.url)), 'check', '--jsonl'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    // The reader takes the first answer and leaves, as `| head -1` does.
+    child.stdout.once('data', () => child.stdout.destroy());
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(line.repeat(50_000));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    assert.doesNotMatch(stderr, /EPIPE|Unhandled|at .*\.js:\d+/, stderr);
+    assert.equal(code, 1, 'the exit code of the lines answered (one disallowed)');
   });
 });
