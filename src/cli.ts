@@ -171,8 +171,20 @@ function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options']>>(com
   }
 }
 
+/**
+ * A reader of stdout that left (`robots-proxy report --json | head -1`) makes the next write fail with
+ * EPIPE: nothing is left to print to, so it ends no command with an unhandled-error stack trace.
+ * Not for `serve`, whose log (stdout) has its own handling of a reader that falls behind or leaves.
+ */
+function ignoreClosedStdout(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== 'serve') ignoreClosedStdout();
   switch (command) {
     case undefined:
     case 'help':
@@ -286,10 +298,6 @@ async function runCheck(args: string[]): Promise<number> {
     token: values.token,
     urls: positionals,
     json: values.json ?? false,
-  });
-  // A reader that left (`| head -1`) makes the write fail with EPIPE: nothing is left to print to, not a crash.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
   });
   process.stdout.write(lines.join('\n') + '\n');
   return disallowed > 0 ? 1 : 0;
