@@ -276,16 +276,15 @@ async function rpForwarder() {
   const forward = (req, res, target, release) => {
     const headers = forwardableHeaders(req.headers, req.httpVersion, via);
     headers['host'] = target.host;
-    void forwarder
-      .relay({ origin: target.origin, method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null }, res, {
-        onSent: () => undefined,
-        onResponseHead: (status, upstreamHeaders) => res.writeHead(status, forwardableHeaders(upstreamHeaders, '1.1', via)),
-        onUpstreamEnd: release,
-      })
-      .then((outcome) => {
+    forwarder.relay({ origin: target.origin, method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null }, res, {
+      onSent: () => undefined,
+      onResponseHead: (status, upstreamHeaders) => res.writeHead(status, forwardableHeaders(upstreamHeaders, '1.1', via)),
+      onUpstreamEnd: release,
+      onSettled: (outcome) => {
         release?.();
         if (outcome.error !== undefined && !outcome.clientAborted) badGateway(res);
-      });
+      },
+    });
   };
   if (cap === undefined) {
     return (req, res) => {

@@ -73,6 +73,14 @@ export interface RelayHooks {
    * their way to the client, and the relay settles once they are flushed. Optional.
    */
   onUpstreamEnd?(): void;
+  /**
+   * The exchange is over (exactly once, after `onUpstreamEnd` when the upstream response ended):
+   * how it ended. Called from the relay's event handlers (undici's dispatch callbacks, the
+   * response's events) or, when the dispatch throws, from within {@link UpstreamForwarder.relay}:
+   * it must not throw. A callback, not a promise: no promise, no resolve functions and no
+   * microtask per request (issue 11).
+   */
+  onSettled(outcome: RelayOutcome): void;
 }
 
 /** How a relay ended. */
@@ -136,7 +144,6 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     /** The write bound's list, or undefined when there is no bound. */
     private readonly writeDeadlines: WriteDeadlines | undefined,
     private readonly clock: Clock,
-    private readonly settle: (outcome: RelayOutcome) => void,
   ) {
     // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
     res.on('close', this.onClientClose);
@@ -185,7 +192,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.res.off('close', this.onClientClose);
     this.res.off('drain', this.onDrain);
     this.res.off('finish', this.onFlushed);
-    this.settle({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted, upstreamEnded: this.upstreamEnded });
+    this.hooks.onSettled({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted, upstreamEnded: this.upstreamEnded });
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -228,7 +235,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.res.end();
     if (this.res.writableFinished) return this.finish(undefined);
     // The tail is still buffered for the client: settle when it is flushed, or at the write timeout.
-    this.res.once('finish', this.onFlushed);
+    // `finish` is emitted once and finish() removes the listener: `on`, not `once` (no wrapper per request).
+    this.res.on('finish', this.onFlushed);
     this.armWriteTimer();
   }
 
@@ -281,33 +289,32 @@ export class UpstreamForwarder {
 
   /**
    * Sends one request upstream and relays the response into `res`
-   * (`hooks.onResponseHead` writes the head). Resolves when the exchange ends,
-   * never rejects: failures come back as `error` codes. When the client goes
-   * away, or leaves the response unread past `responseWriteTimeoutMs`
-   * (`CLIENT_WRITE_TIMEOUT`), the upstream exchange is aborted. Resolves once
-   * the response is flushed to the client, after `hooks.onUpstreamEnd`.
+   * (`hooks.onResponseHead` writes the head). The end comes back through
+   * `hooks.onSettled`, exactly once, never as a throw: failures are `error`
+   * codes. When the client goes away, or leaves the response unread past
+   * `responseWriteTimeoutMs` (`CLIENT_WRITE_TIMEOUT`), the upstream exchange is
+   * aborted. Settles once the response is flushed to the client, after
+   * `hooks.onUpstreamEnd`; when the dispatch itself throws, before this returns.
    */
-  relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): Promise<RelayOutcome> {
-    return new Promise<RelayOutcome>((resolve) => {
-      const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock, resolve);
-      try {
-        this.poolFor(request.origin).dispatch(
-          {
-            origin: request.origin,
-            method: request.method as Dispatcher.HttpMethod,
-            path: request.path,
-            headers: request.headers,
-            body: request.body,
-            // Per request, so a reloaded `upstream.timeout` applies at once, on pooled connections too.
-            headersTimeout: this.timeoutMs,
-            bodyTimeout: this.timeoutMs,
-          },
-          handler,
-        );
-      } catch (err) {
-        handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error);
-      }
-    });
+  relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): void {
+    const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock);
+    try {
+      this.poolFor(request.origin).dispatch(
+        {
+          origin: request.origin,
+          method: request.method as Dispatcher.HttpMethod,
+          path: request.path,
+          headers: request.headers,
+          body: request.body,
+          // Per request, so a reloaded `upstream.timeout` applies at once, on pooled connections too.
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: this.timeoutMs,
+        },
+        handler,
+      );
+    } catch (err) {
+      handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error);
+    }
   }
 
   /**

@@ -399,64 +399,108 @@ export class RequestPipeline {
 
   /**
    * Handles one proxied request end to end: admit, decide, pace, forward, audit. The request is
-   * one {@link ProxiedExchange} record; the awaits are the admission's (only when credentials are
-   * verified), the decision's (only when the guard or the robots cache must wait), the pacer's
-   * (only when the request must wait for its slot) and the relay's (issue 11). Never rejects: a
-   * bug is reported to `p.boundary` (500 or a close, logged and audited), once the request no
-   * longer counts in flight; so the listener attaches no rejection handler (no closure, no
-   * promise per request).
+   * one {@link ProxiedExchange} record carried through the steps below, each called at once when
+   * the one before answers at once, else from its promise: the admission's (only when credentials
+   * are verified), the decision's (only when the guard or the robots cache must wait), the
+   * pacer's (only when the request must wait for its slot); the relay's end comes back through
+   * the exchange ({@link RelayHooks.onSettled}). No async frame, promise or microtask per request
+   * when nothing waits (issue 11). Never throws: a bug is reported to `p.boundary` (500 or a
+   * close, logged and audited), once the request no longer counts in flight; so the listener
+   * attaches no rejection handler (no closure, no promise per request).
    */
-  async handle(p: ProxiedRequest): Promise<void> {
-    const { req, res, target } = p;
+  handle(p: ProxiedRequest): void {
     let exchange: ProxiedExchange | undefined;
     try {
-      const userAgent = req.headers['user-agent'];
-      const x = new ProxiedExchange(p, this.deps, this.inFlight, userAgent, this.tokensOf(userAgent));
+      const userAgent = p.req.headers['user-agent'];
+      const x = new ProxiedExchange(p, this.deps, this.inFlight, userAgent, this.tokensOf(userAgent), this.#relayed);
       exchange = x;
       // Admission first (src/access/): a client that may not use the proxy costs no robots.txt fetch.
-      let admitted = this.isDraining ? undefined : this.admit(req, p.tunnel ? { origin: x.origin, tunnel: p.tunnel } : { origin: x.origin });
-      // Admission answers at once unless credentials are verified: no microtask hop then.
-      if (admitted instanceof Promise) admitted = await admitted;
-      const identity = admitted?.isAdmitted ? admitted.identity : null;
-      // #decide returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
-      let decided: DecidedRequest | Promise<DecidedRequest> | undefined;
+      const admitted = this.isDraining ? undefined : this.admit(p.req, p.tunnel ? { origin: x.origin, tunnel: p.tunnel } : { origin: x.origin });
+      // Admission answers at once unless credentials are verified.
+      if (admitted instanceof Promise) admitted.then((a) => this.#decideAdmitted(x, a), (err: unknown) => this.#fail(x.p, x, err));
+      else this.#decideAdmitted(x, admitted);
+    } catch (err) {
+      this.#fail(p, exchange, err);
+    }
+  }
+
+  /** {@link RequestPipeline.handle}'s second step: the decision (undefined: draining, nothing decided). Never throws. */
+  #decideAdmitted(x: ProxiedExchange, admitted: Admission | undefined): void {
+    try {
       if (admitted === undefined) x.decision = x.shuttingDown();
       else if (!admitted.isAdmitted) x.decision = admitted.refusal;
-      else decided = this.#decide(target, x.origin, x.path, userAgent, x.productTokens, identity, req.method ?? 'GET');
-      if (decided instanceof Promise) decided = await decided;
+      else {
+        x.identity = admitted.identity;
+        // #decide returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
+        const decided = this.#decide(x.p.target, x.origin, x.path, x.userAgent, x.productTokens, admitted.identity, x.p.req.method ?? 'GET');
+        if (decided instanceof Promise) decided.then((d) => this.#pace(x, d), (err: unknown) => this.#fail(x.p, x, err));
+        else this.#pace(x, decided);
+        return;
+      }
+      this.#pace(x, undefined);
+    } catch (err) {
+      this.#fail(x.p, x, err);
+    }
+  }
+
+  /** {@link RequestPipeline.handle}'s third step: the refusal answered, or the wait for a start slot. Never throws. */
+  #pace(x: ProxiedExchange, decided: DecidedRequest | undefined): void {
+    try {
       if (x.isFinished) return; // cut (drain timeout, fatal error) while robots.txt was fetched
       if (decided !== undefined) x.decision = decided.decision;
       const decision = x.decision as Decision;
-
+      const { req, res } = x.p;
       if (decision.verdict === 'deny' || decision.reason === 'upstream-error' || decided === undefined) {
         x.status = this.respond(res, req, decision);
         return x.finish();
       }
-
       const limits = this.delayFor(decision, decided.policyRequest, decided.matched);
-      const waitStartedAtMs = this.deps.clock.nowMs();
-      let outcome = this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
-      // A free slot is granted synchronously: no microtask hop then (issue 11).
-      if (outcome instanceof Promise) outcome = await outcome;
-      recordPacing(decision, outcome, limits.delayMs, waitStartedAtMs, this.deps.clock);
-      if (!outcome.granted) {
-        // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
-        if (outcome.refusal.reason === 'aborted') x.error = 'CLIENT_ABORTED';
-        else x.status = this.respond(res, req, decision);
-        return x.finish();
-      }
-      this.#settleRelay(x, await this.#sendUpstream(x, outcome.slot, identity));
-      x.finish();
+      x.delayMs = limits.delayMs;
+      x.waitStartedAtMs = this.deps.clock.nowMs();
+      const outcome = this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
+      // A free slot is granted synchronously: no promise then (issue 11).
+      if (outcome instanceof Promise) outcome.then((o) => this.#forward(x, o), (err: unknown) => this.#fail(x.p, x, err));
+      else this.#forward(x, outcome);
     } catch (err) {
-      if (exchange !== undefined) this.inFlight.delete(exchange);
-      p.boundary.fail(req, res, exchange?.startedAtMs ?? this.deps.clock.nowMs(), err);
-    } finally {
-      if (exchange !== undefined) this.inFlight.delete(exchange);
+      this.#fail(x.p, x, err);
     }
   }
 
-  /** Sends an allowed request upstream on its slot, relaying the answer into the response (the exchange is the relay's hooks). Never rejects. */
-  #sendUpstream(x: ProxiedExchange, slot: Slot, identity: Identity | null): Promise<RelayOutcome> {
+  /** {@link RequestPipeline.handle}'s fourth step: the pacer's answer recorded, then the refusal answered or the request relayed. Never throws. */
+  #forward(x: ProxiedExchange, outcome: AcquireOutcome): void {
+    try {
+      const decision = x.decision as Decision;
+      recordPacing(decision, outcome, x.delayMs, x.waitStartedAtMs, this.deps.clock);
+      if (!outcome.granted) {
+        // Refused by the queue (429) or by the drain (503); a client that left while queued gets nothing.
+        if (outcome.refusal.reason === 'aborted') x.error = 'CLIENT_ABORTED';
+        else x.status = this.respond(x.p.res, x.p.req, decision);
+        return x.finish();
+      }
+      this.#sendUpstream(x, outcome.slot, x.identity);
+    } catch (err) {
+      this.#fail(x.p, x, err);
+    }
+  }
+
+  /** {@link RequestPipeline.handle}'s last step, told by the exchange when the relay ends: the outcome recorded, the access entry written. Never throws. */
+  readonly #relayed = (x: ProxiedExchange, relayed: RelayOutcome): void => {
+    try {
+      this.#settleRelay(x, relayed);
+      x.finish();
+    } catch (err) {
+      this.#fail(x.p, x, err);
+    }
+  };
+
+  /** A bug while handling `p`: the request leaves the in-flight list and goes to the listener's error boundary. Never throws. */
+  #fail(p: ProxiedRequest, x: ProxiedExchange | undefined, err: unknown): void {
+    if (x !== undefined) this.inFlight.delete(x);
+    p.boundary.fail(p.req, p.res, x?.startedAtMs ?? this.deps.clock.nowMs(), err);
+  }
+
+  /** Sends an allowed request upstream on its slot, relaying the answer into the response (the exchange is the relay's hooks; its end comes back through {@link RequestPipeline.#relayed}). */
+  #sendUpstream(x: ProxiedExchange, slot: Slot, identity: Identity | null): void {
     const { req, res } = x.p;
     x.slot = slot;
     x.queueWaitMs = slot.waitedMs;
@@ -484,7 +528,7 @@ export class RequestPipeline {
     const sentUserAgent = outgoingUserAgent(identity, x.userAgent, x.productTokens);
     if (sentUserAgent === undefined) delete headers['user-agent'];
     else headers['user-agent'] = sentUserAgent;
-    return this.deps.forwarder.relay({ origin: (x.decision as Decision).origin, method: req.method ?? 'GET', path: x.path, headers, body }, res, x);
+    this.deps.forwarder.relay({ origin: (x.decision as Decision).origin, method: req.method ?? 'GET', path: x.path, headers, body }, res, x);
   }
 
   /** Records how the relay ended on `x` and its Decision: the upstream's answer, a client timeout (408 or a close), or an upstream failure (502/504, or a close). */

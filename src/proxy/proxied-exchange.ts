@@ -11,10 +11,11 @@ import type { Clock } from '../clock.js';
 import { CancelSignal, type AcquireOutcome, type Slot } from '../pacing/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
+import type { Identity } from '../policy/identity.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { SlotHoldWaitingOn } from '../audit/limit-events.js';
 import { forwardableHeaders } from './headers.js';
-import { CLIENT_WRITE_TIMEOUT, type RelayHooks } from './forwarder.js';
+import { CLIENT_WRITE_TIMEOUT, type RelayHooks, type RelayOutcome } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER } from './responses.js';
 import { InFlightRequest, type InFlightList } from './in-flight-list.js';
@@ -113,6 +114,12 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
   isBodyTimedOut = false;
   /** `clients.requestBodyTimeout` when the body stalled, ms. */
   bodyTimeoutMs = 0;
+  /** Who admission established the client is (null: no identity), once admitted. */
+  identity: Identity | null = null;
+  /** The delay the request was paced with, ms (its refusal's pacing facts name it). */
+  delayMs = 0;
+  /** When the request began to wait for its start slot, ms (the pipeline's clock). */
+  waitStartedAtMs = 0;
 
   constructor(
     readonly p: ProxiedRequest,
@@ -120,6 +127,8 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     private readonly inFlight: InFlightList,
     readonly userAgent: string | undefined,
     readonly productTokens: string[],
+    /** The pipeline's last step, told when the relay ends ({@link ProxiedExchange.onSettled}). */
+    private readonly onRelayed: (x: ProxiedExchange, outcome: RelayOutcome) => void,
   ) {
     super();
     const { req, res, target } = p;
@@ -209,6 +218,11 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
     responseHeaders[REQUEST_ID_HEADER] = this.requestId;
     this.p.res.writeHead(status, responseHeaders);
+  }
+
+  /** The relay ended: handed to the pipeline, which records the outcome and writes the access entry. */
+  onSettled(outcome: RelayOutcome): void {
+    this.onRelayed(this, outcome);
   }
 
   /** The origin's part is over (the client may not have every byte yet): frees the slot with the origin's answer. Idempotent for the pacer. */

@@ -1,0 +1,56 @@
+/**
+ * Counts the async resources a process creates per HTTP request it serves: promises, Node's
+ * `process.nextTick` objects (TickObject), timers, immediates, ... (async_hooks `init` by type).
+ * A count that does not depend on the machine's load, for the per-request work of issue 11
+ * (bench/PROFILE.md, "Per-request work, 2026-12-01 session 18").
+ *
+ *   BENCH_PROXY_NODE_OPTIONS="--import=$PWD/bench/async-count-probe.mjs" ASYNC_PROBE_OUT=/tmp/ac/p \
+ *     BENCH_ONLY=rp,rp-warn,50o-ka npm run bench:proxy
+ *
+ * Counting starts at the ASYNC_PROBE_AFTER-th request the process's HTTP servers receive
+ * (default 20000: start-up, robots.txt fetches and JIT warm-up left out) and stops at exit, when
+ * ASYNC_PROBE_OUT.PID.json gets `{ requests, perRequest: { PROMISE: n, TickObject: n, ... } }`.
+ * An enabled hook turns off some of V8's promise fast paths, so the process is slower while
+ * probed; compare two builds both probed. Prints nothing; asserts nothing.
+ */
+import { createHook } from 'node:async_hooks';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+
+const out = process.env.ASYNC_PROBE_OUT;
+const after = Number(process.env.ASYNC_PROBE_AFTER ?? 20_000);
+/** Requests received by any HTTP server of this process (the admin API's too: idle under the bench). */
+let requests = 0;
+let requestsAtStart = 0;
+/** Resources created since counting began, by type. */
+const counts = Object.create(null);
+
+const hook = createHook({
+  init(_asyncId, type) {
+    counts[type] = (counts[type] ?? 0) + 1;
+  },
+});
+
+const emit = http.Server.prototype.emit;
+http.Server.prototype.emit = function (event, ...args) {
+  if (event === 'request') {
+    requests++;
+    if (requests === after) {
+      requestsAtStart = requests;
+      hook.enable();
+    }
+  }
+  return emit.call(this, event, ...args);
+};
+
+process.on('exit', () => {
+  hook.disable();
+  if (out === undefined) return;
+  const counted = requests - requestsAtStart;
+  const perRequest = Object.fromEntries(
+    Object.entries(counts)
+      .sort(([, a], [, b]) => b - a)
+      .map(([type, n]) => [type, counted > 0 ? Number((n / counted).toFixed(3)) : null]),
+  );
+  writeFileSync(`${out}.${process.pid}.json`, JSON.stringify({ requests: counted, perRequest }, null, 1));
+});
