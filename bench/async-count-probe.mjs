@@ -10,6 +10,8 @@
  * Counting starts at the ASYNC_PROBE_AFTER-th request the process's HTTP servers receive
  * (default 20000: start-up, robots.txt fetches and JIT warm-up left out) and stops at exit, when
  * ASYNC_PROBE_OUT.PID.json gets `{ requests, perRequest: { PROMISE: n, TickObject: n, ... } }`.
+ * ASYNC_PROBE_STACKS=Immediate,Timeout adds, per type named, the creating stacks of its first
+ * 2000 resources with their counts (`stacks`).
  * An enabled hook turns off some of V8's promise fast paths, so the process is slower while
  * probed; compare two builds both probed. Prints nothing; asserts nothing.
  */
@@ -24,10 +26,17 @@ let requests = 0;
 let requestsAtStart = 0;
 /** Resources created since counting began, by type. */
 const counts = Object.create(null);
+/** ASYNC_PROBE_STACKS=Immediate,Timeout: where resources of these types are created (stacks of the first 2000 of each, counted). */
+const stackTypes = new Set((process.env.ASYNC_PROBE_STACKS ?? '').split(',').filter(Boolean));
+const stacks = Object.create(null);
 
 const hook = createHook({
   init(_asyncId, type) {
-    counts[type] = (counts[type] ?? 0) + 1;
+    const n = (counts[type] = (counts[type] ?? 0) + 1);
+    if (!stackTypes.has(type) || n > 2000) return;
+    const where = (new Error().stack ?? '').split('\n').slice(2, 12).map((line) => line.trim()).join(' < ');
+    const byStack = (stacks[type] ??= Object.create(null));
+    byStack[where] = (byStack[where] ?? 0) + 1;
   },
 });
 
@@ -52,5 +61,5 @@ process.on('exit', () => {
       .sort(([, a], [, b]) => b - a)
       .map(([type, n]) => [type, counted > 0 ? Number((n / counted).toFixed(3)) : null]),
   );
-  writeFileSync(`${out}.${process.pid}.json`, JSON.stringify({ requests: counted, perRequest }, null, 1));
+  writeFileSync(`${out}.${process.pid}.json`, JSON.stringify({ requests: counted, perRequest, stacks }, null, 1));
 });

@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks';
+
 /**
  * The source of time for edge modules. Pure modules never read the clock: they
  * take `nowMs` as an argument. Edge modules receive a `Clock` through their
@@ -25,7 +27,11 @@ export const MAX_TIMEOUT_MS = 2_147_483_647;
 /** `performance.timeOrigin`, read once (a branded getter, about 10 ns per read; this clock is read about ten times per request). */
 const TIME_ORIGIN_MS = performance.timeOrigin;
 
-/** Monotonic (immune to wall-clock jumps) yet on the epoch scale, with sub-millisecond precision. */
+/**
+ * Monotonic (immune to wall-clock jumps) yet on the epoch scale, with sub-millisecond precision.
+ * `performance` is node:perf_hooks' (the same object): the global one is a getter on `globalThis`,
+ * run on every read (about 15 ns of ~70 per call, issue 11).
+ */
 function monotonicNowMs(): number {
   return TIME_ORIGIN_MS + performance.now();
 }

@@ -95,6 +95,14 @@ export interface ConnectionPolicy {
   detached(connection: TrackedConnection): void;
   /** `connection` closed. */
   closed(connection: TrackedConnection): void;
+  /**
+   * The keep-alive timeout every response advertises (`Keep-Alive: timeout=`, whole seconds of
+   * it), ms, when the policy bounds idle connections itself and has turned Node's own keep-alive
+   * timer off (`server.keepAliveTimeout` 0 in {@link ConnectionPolicy.install}: Node then neither
+   * arms a timer per response nor advertises one, so the tracker sets each response's value).
+   * Undefined: Node's own timer and header, as the server is configured.
+   */
+  readonly advertisedKeepAliveMs?: number;
 }
 
 /** Ends a socket after what is written has been flushed (`destroySoon` on net and TLS sockets). */
@@ -239,6 +247,10 @@ export class ConnectionTracker {
     if (this.#isDraining) res.shouldKeepAlive = false;
     // `close` is emitted once per response: `on`, not `once`.
     res.on('close', connection.onResponseClose);
+    // Node copied its `keepAliveTimeout` (0: the policy's own bound replaces its timer) into the response
+    // before this event; the header it writes from it must still name the real timeout.
+    const advertised = this.#policy?.advertisedKeepAliveMs;
+    if (advertised !== undefined) (res as http.ServerResponse & { _keepAliveTimeout: number })._keepAliveTimeout = advertised;
     if (connection.activeRequests === 1) this.#policy?.busy(connection);
   }
 

@@ -136,21 +136,31 @@ export class ConnectionGuard implements ConnectionPolicy {
   }
 
   /**
-   * Called by the tracker: sets `keepAliveTimeout` to the idle timeout (so the `Keep-Alive:
-   * timeout` Node advertises is the real one) and a hard `maxConnections` backstop (admitted
-   * plus refusals being answered), and handles Node's keep-alive timeout itself.
+   * The `Keep-Alive: timeout` every response advertises, ms: the idle timeout (see
+   * {@link ConnectionPolicy.advertisedKeepAliveMs}; the tracker writes it into each response).
+   */
+  get advertisedKeepAliveMs(): number {
+    return this.#options.idleTimeoutMs;
+  }
+
+  /**
+   * Called by the tracker: turns Node's keep-alive timer off (`keepAliveTimeout` 0: this guard's
+   * idle list bounds the same phase, and Node's timer cost a `Timeout`, a bound function and a
+   * timer list insert and removal per response, issue 11; the tracker still has every response
+   * advertise the idle timeout, {@link ConnectionGuard.advertisedKeepAliveMs}) and sets a hard
+   * `maxConnections` backstop (admitted plus refusals being answered).
    * @throws Error when the guard is already installed on a server (it bounds one).
    */
   install(server: http.Server, connectionOf: (socket: Duplex) => TrackedConnection | undefined): void {
     if (this.#isInstalled) throw new Error('ConnectionGuard.install: the guard already bounds a server');
     this.#isInstalled = true;
-    // Node's keep-alive timer fires at the same time as ours: one handler, one count. With a
-    // listener here Node no longer destroys the socket itself; #closeIdle does.
+    // Should Node time a socket out itself all the same (`server.timeout` set): one handler, one
+    // count. With a listener here Node no longer destroys the socket itself; #closeIdle does.
     server.on('timeout', (socket: net.Socket) => {
       const connection = connectionOf(socket);
       if (connection !== undefined) this.#closeIdle(connection);
     });
-    server.keepAliveTimeout = this.#options.idleTimeoutMs;
+    server.keepAliveTimeout = 0;
     // The backstop: past it Node closes a socket before any listener sees it (counted here too).
     server.maxConnections = this.#options.maxConnections + MAX_ANSWERED_REFUSALS;
     server.on('drop', (data?: { remoteAddress?: string }) => {

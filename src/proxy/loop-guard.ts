@@ -63,7 +63,15 @@ export function reachesListener(address: string, port: number, listener: OwnList
 
 /** True when a connection to `address`:`port` reaches any of `listeners`. Never throws. */
 export function reachesOwnListener(address: string, port: number, listeners: readonly OwnListener[]): boolean {
-  return listeners.some((listener) => reachesListener(address, port, listener));
+  // A loop, not `some` with a closure: the target guard asks this for every request's target (issue 11).
+  for (const listener of listeners) if (reachesListener(address, port, listener)) return true;
+  return false;
+}
+
+/** True when one of `listeners` is on `port` (nothing else can be reached on another port). */
+function isListenedPort(port: number, listeners: readonly OwnListener[]): boolean {
+  for (const listener of listeners) if (listener.port === port) return true;
+  return false;
 }
 
 /**
@@ -74,6 +82,8 @@ export function reachesOwnListener(address: string, port: number, listeners: rea
  * target guard on the addresses they resolve to. Never throws.
  */
 export function targetsOwnListener(hostname: string, port: number, own: readonly OwnListener[]): boolean {
+  // Nearly every request's port is none of ours: answered before the host is spelled out (issue 11).
+  if (!isListenedPort(port, own)) return false;
   const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return ['127.0.0.1', '::1'].some((a) => reachesOwnListener(a, port, own));
   return reachesOwnListener(host, port, own);

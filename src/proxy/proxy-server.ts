@@ -44,7 +44,7 @@ export interface ProxyServerDeps {
   viaPseudonym: string;
   onFinished: (entry: AccessEntry) => void;
   limits?: ProxyServerLimits;
-  /** Connection caps and the client idle timeout; it also sets `keepAliveTimeout`. Absent: no caps. */
+  /** Connection caps and the client idle timeout; it also takes over `keepAliveTimeout` (its own idle bound, the same advertised timeout). Absent: no caps. */
   connections?: ConnectionGuard;
 }
 

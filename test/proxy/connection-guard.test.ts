@@ -396,3 +396,32 @@ describe('under ulimit -n 512 (the proxy as a child process, default caps)', () 
     assert.equal((await getFrom(proxy.proxyPort, `${origin.url}/after`, '127.0.0.20')).status, 200);
   });
 });
+
+describe("the guard replaces Node's keep-alive timer (issue 11)", () => {
+  it('arms no Node timer per response, and every response still advertises the idle timeout', async () => {
+    const { ConnectionGuard } = await import('../../src/proxy/connection-guard.js');
+    const { ConnectionTracker } = await import('../../src/proxy/connection-drain.js');
+    const server = http.createServer({ keepAliveTimeout: 5000 });
+    new ConnectionTracker(server, new ConnectionGuard({ maxConnections: 10, maxConnectionsPerClient: 10, idleTimeoutMs: 7000 }));
+    const serverSockets: net.Socket[] = [];
+    server.on('connection', (socket: net.Socket) => serverSockets.push(socket));
+    server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      assert.equal(server.keepAliveTimeout, 0, "Node's keep-alive timer is off");
+      const client = await connectFrom((server.address() as net.AddressInfo).port);
+      for (const path of ['/one', '/two']) {
+        const before = client.received().length;
+        client.socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`);
+        await waitFor(() => client.received().slice(before).includes('\r\n\r\nok'), `the response to ${path}`);
+        assert.match(client.received().slice(before), /\r\nkeep-alive: timeout=7\r\n/i, 'the idle timeout, in whole seconds');
+        await new Promise((r) => setImmediate(r));
+        assert.ok(!serverSockets[0]?.timeout, 'no socket timeout armed after the response');
+      }
+      client.socket.destroy();
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
