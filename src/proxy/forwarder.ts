@@ -233,10 +233,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.upstreamEnded = true;
     this.hooks.onUpstreamEnd?.();
     this.res.end();
-    // Nothing left buffered in the process (the last write went to the kernel at once, as nearly
-    // always): flushed as far as Node can tell, and 'finish' follows on the next tick with no I/O
-    // in between. Settled now: no 'finish' listener and no write deadline per response (issue 11).
-    if (this.res.writableFinished || this.res.writableLength === 0) return this.finish(undefined);
+    // Nothing left buffered in the process on a live socket (the last write went to the kernel at
+    // once, as nearly always): flushed as far as Node can tell, and 'finish' follows on the next
+    // tick with no I/O in between. Settled now: no 'finish' listener and no write deadline per
+    // response (issue 11). A socket already destroyed takes the old way: its 'close' tells the abort.
+    const socket = this.res.socket;
+    if (this.res.writableFinished || (socket !== null && !socket.destroyed && this.res.writableLength === 0)) return this.finish(undefined);
     // The tail is still buffered for the client: settle when it is flushed, or at the write timeout.
     // `finish` is emitted once and finish() removes the listener: `on`, not `once` (no wrapper per request).
     this.res.on('finish', this.onFlushed);
