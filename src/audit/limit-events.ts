@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { LogThrottle } from './log-throttle.js';
 
 /**
  * Which connection cap refused a connection: the proxy listener's `clients.maxConnections` or
@@ -84,10 +85,11 @@ export interface LimitReporterOptions {
  */
 export class LimitReporter {
   readonly #options: LimitReporterOptions;
-  readonly #refusalLog = new Map<ConnectionLimitName, { lastLoggedAtMs: number; suppressed: number }>();
+  readonly #refusalLog: LogThrottle;
 
   constructor(options: LimitReporterOptions) {
     this.#options = options;
+    this.#refusalLog = new LogThrottle({ nowMs: () => options.clock.nowMs(), intervalMs: options.refusalLogIntervalMs ?? 10_000 });
   }
 
   /** Counts and logs one limit hit. */
@@ -96,15 +98,9 @@ export class LimitReporter {
     const { logger } = this.#options;
     switch (event.kind) {
       case 'connection-refused': {
-        const nowMs = this.#options.clock.nowMs();
-        const state = this.#refusalLog.get(event.limit);
-        const intervalMs = this.#options.refusalLogIntervalMs ?? 10_000;
-        if (state && nowMs - state.lastLoggedAtMs < intervalMs) {
-          state.suppressed += 1;
-          return;
-        }
-        this.#refusalLog.set(event.limit, { lastLoggedAtMs: nowMs, suppressed: 0 });
-        logger.warn({ event: 'connection-refused', ...withoutKind(event), suppressed: state?.suppressed ?? 0 }, `connection refused: ${event.limit} (${event.cap}) reached`);
+        const suppressed = this.#refusalLog.admit(event.limit);
+        if (suppressed === undefined) return;
+        logger.warn({ event: 'connection-refused', ...withoutKind(event), suppressed }, `connection refused: ${event.limit} (${event.cap}) reached`);
         return;
       }
       case 'client-idle-timeout':

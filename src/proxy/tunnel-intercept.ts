@@ -20,6 +20,7 @@ import { tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
 import type { TunnelRequestServer, TunnelSession } from './tunnel-requests.js';
 import type { AdmittedClient } from '../access/access-control.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
+import { LogThrottle } from '../audit/log-throttle.js';
 
 /** Collaborators of {@link TunnelInterceptor}. */
 export interface InterceptDeps {
@@ -59,6 +60,8 @@ export class TunnelInterceptor {
   private isClosing = false;
   /** `https.idleTimeout` in force, ms (a reload changes it for tunnels opened afterwards). */
   private idleTimeoutMs: number;
+  /** At most one `tls-client-error` line per error per 10 s: any client can abort handshakes in a loop. */
+  private readonly clientErrorLog = new LogThrottle({ nowMs: () => performance.now() });
 
   constructor(private readonly deps: InterceptDeps) {
     this.idleTimeoutMs = deps.idleTimeoutMs;
@@ -164,10 +167,7 @@ export class TunnelInterceptor {
       clearTimeout(tunnel.timer);
       if (tunnel.state === 'handshake' || tunnel.state === 'open') {
         const rejected = /ALERT|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN/i.test(err.code ?? err.message);
-        logger.warn(
-          { event: 'tls-client-error', origin, error: err.code ?? err.message },
-          rejected ? 'the client rejected the proxy certificate: trust the proxy CA (robots-proxy ca)' : 'TLS error with the client',
-        );
+        this.warnClientError(origin, err.code ?? err.message, rejected ? 'the client rejected the proxy certificate: trust the proxy CA (robots-proxy ca)' : 'TLS error with the client');
         tunnel.state = 'failed';
       }
       tlsSocket.destroy();
@@ -180,10 +180,7 @@ export class TunnelInterceptor {
       if (tunnel.state !== 'handshake') return;
       clearTimeout(tunnel.timer);
       tunnel.state = 'failed';
-      logger.warn(
-        { event: 'tls-client-error', origin, error: 'CLOSED_DURING_HANDSHAKE' },
-        'the client closed the connection during the TLS handshake: it may not trust the proxy CA (robots-proxy ca)',
-      );
+      this.warnClientError(origin, 'CLOSED_DURING_HANDSHAKE', 'the client closed the connection during the TLS handshake: it may not trust the proxy CA (robots-proxy ca)');
       tlsSocket.destroy();
     });
     tlsSocket.once('close', () => {
@@ -191,13 +188,24 @@ export class TunnelInterceptor {
       // The same rejection seen a little later, when the client's Finished got out before it
       // closed: a tunnel the client closes before its first request (mitmproxy reports this too).
       if (tunnel.state === 'open' && tunnel.session.requests === 0 && !this.isClosing) {
-        logger.warn(
-          { event: 'tls-client-error', origin, error: 'CLOSED_BEFORE_FIRST_REQUEST' },
+        this.warnClientError(
+          origin,
+          'CLOSED_BEFORE_FIRST_REQUEST',
           'the client closed the tunnel after the TLS handshake without sending a request: it may not trust the proxy CA (robots-proxy ca)',
         );
       }
       tunnel.raw.destroy();
     });
+  }
+
+  /**
+   * Logs a `tls-client-error` at warn, at most once per error per interval; the line says how
+   * many of that error were not logged since the previous one (`suppressed`).
+   */
+  private warnClientError(origin: string, error: string, message: string): void {
+    const suppressed = this.clientErrorLog.admit(error.slice(0, 128));
+    if (suppressed === undefined) return;
+    this.deps.logger.warn({ event: 'tls-client-error', origin, error, suppressed }, message);
   }
 
   /** A drain began: the tunnels the drain closes are not reported as client TLS failures. */

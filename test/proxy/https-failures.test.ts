@@ -71,6 +71,22 @@ describe('HTTPS interception failures', () => {
     assert.equal(warnings('tls-client-error').length, before + 1);
   });
 
+  it('a flood of clients that abort the TLS handshake writes a bounded number of tls-client-error lines', async () => {
+    const before = warnings('tls-client-error').length;
+    // 25 clients that do not trust the proxy CA, all within one log interval (10 s).
+    for (let i = 0; i < 25; i += 1) {
+      const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`);
+      assert.equal(tunnel.status, 200);
+      await assert.rejects(startClientTls(tunnel.socket, { servername: 'localhost' }));
+      tunnel.socket.destroy();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const flood = warnings('tls-client-error').slice(before);
+    // One line per kind of failure per interval (the earlier tests already logged each kind once).
+    assert.ok(flood.length <= 2, `${flood.length} lines for 25 aborted handshakes`);
+    await assertHealthy();
+  });
+
   it('a client that sends neither TLS nor HTTP into the tunnel gets 400 and a closed socket, and no certificate is signed', async () => {
     const before = warnings('tunnel-client-error').length;
     const signedBefore = (await leafCounters(proxy.adminUrl)).issued;
