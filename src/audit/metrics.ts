@@ -142,6 +142,7 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'internal-error': ['deny'],
   'proxy-shutting-down': ['deny'],
   'fleet-unavailable': ['deny'],
+  'max-forwards': ['allow'],
 };
 
 /** The reasons a `report-only` request may have been spared, pre-registered at 0 in `would_deny_total`. */

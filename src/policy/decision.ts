@@ -43,6 +43,8 @@ import type { RuleKind } from '../robots/types.js';
  *   arrived, or was still queued, after the drain began; answered 503 with `Retry-After`.
  * - `fleet-unavailable`: the fleet's shared state (Redis) does not answer and
  *   `state.redis.onUnavailable` is `deny`; answered 503 with `Retry-After` (issue 10).
+ * - `max-forwards`: a TRACE or OPTIONS with `Max-Forwards: 0`, answered by the proxy itself
+ *   as the final recipient (200; RFC 9110 §7.6.2); nothing reaches the origin.
  */
 export type DecisionReason =
   | 'rule-allow'
@@ -67,7 +69,8 @@ export type DecisionReason =
   | 'tunnel-denied'
   | 'internal-error'
   | 'proxy-shutting-down'
-  | 'fleet-unavailable';
+  | 'fleet-unavailable'
+  | 'max-forwards';
 
 /** The reasons robots.txt itself gives (RFC 9309 §2.2.2, §2.3.1); an operator's `allow` or `report` rule overrides only these. */
 export const ROBOTS_REASONS: readonly DecisionReason[] = [
@@ -99,6 +102,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'internal-error',
   'proxy-shutting-down',
   'fleet-unavailable',
+  'max-forwards',
 ];
 
 /** `allow` or `deny`. */

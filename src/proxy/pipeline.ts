@@ -25,6 +25,7 @@ import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayOutcome, type UpstreamFo
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { isCertificateError, renderProxyResponse } from './responses.js';
 import { InFlightList } from './in-flight-list.js';
+import { answerAsFinalRecipient, maxForwardsOf } from './max-forwards.js';
 import { ByteCounter, pathAndQueryOf, ProxiedExchange, recordPacing } from './proxied-exchange.js';
 import { requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
@@ -431,6 +432,8 @@ export class RequestPipeline {
       else if (!admitted.isAdmitted) x.decision = admitted.refusal;
       else {
         x.identity = admitted.identity;
+        // RFC 9110 §7.6.2: a TRACE or OPTIONS with Max-Forwards: 0 is the proxy's to answer.
+        if (maxForwardsOf(x.p.req) === 0) return this.#answerMaxForwards(x, admitted.identity);
         // #decide returns a fresh Decision per request: the pipeline owns it and fills in pacing and upstream facts.
         const decided = this.#decide(x.p.target, x.origin, x.path, x.userAgent, x.productTokens, admitted.identity, x.p.req.method ?? 'GET');
         if (decided instanceof Promise) decided.then((d) => this.#pace(x, d), (err: unknown) => this.#fail(x.p, x, err));
@@ -499,6 +502,29 @@ export class RequestPipeline {
     p.boundary.fail(p.req, p.res, x?.startedAtMs ?? this.deps.clock.nowMs(), err);
   }
 
+  /**
+   * A TRACE or OPTIONS with `Max-Forwards: 0` (RFC 9110 §7.6.2): answered by the proxy as the
+   * final recipient, after admission and before robots.txt (nothing reaches the origin).
+   */
+  #answerMaxForwards(x: ProxiedExchange, identity: Identity | null): void {
+    const { req, res } = x.p;
+    const identified = identifyAgent(identity, x.productTokens);
+    const decision = decideWithoutRobots('max-forwards', {
+      verdict: 'allow',
+      origin: x.origin,
+      path: x.path,
+      agentTokens: identified.productTokens,
+      identity: identified.identity,
+      detail: `${req.method} with Max-Forwards: 0 answered by the proxy`,
+    });
+    x.decision = decision;
+    const rendered = renderProxyResponse(decision, { accept: undefined, nowMs: this.deps.clock.nowMs(), requestId: requestIdOf(req) });
+    const answered = answerAsFinalRecipient(req, res, rendered.headers);
+    x.status = answered.status;
+    x.bytesSent = answered.bytesSent;
+    x.finish();
+  }
+
   /** Sends an allowed request upstream on its slot, relaying the answer into the response (the exchange is the relay's hooks; its end comes back through {@link RequestPipeline.#relayed}). */
   #sendUpstream(x: ProxiedExchange, slot: Slot, identity: Identity | null): void {
     const { req, res } = x.p;
@@ -525,6 +551,8 @@ export class RequestPipeline {
     const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
     delete headers['expect'];
     headers['host'] = x.p.target.host;
+    const maxForwards = maxForwardsOf(req);
+    if (maxForwards !== undefined) headers['max-forwards'] = String(maxForwards - 1);
     const sentUserAgent = outgoingUserAgent(identity, x.userAgent, x.productTokens);
     if (sentUserAgent === undefined) delete headers['user-agent'];
     else headers['user-agent'] = sentUserAgent;

@@ -277,6 +277,8 @@ function summary(d: Decision): string {
       return 'The proxy failed while handling this request; it keeps serving others.';
     case 'client-timeout':
       return 'The request body stopped arriving; the proxy stopped waiting for it.';
+    case 'max-forwards':
+      return 'Max-Forwards was 0: the proxy answered as the final recipient (RFC 9110 §7.6.2).';
     default:
       return `Allowed (${d.reason}).`;
   }
