@@ -22,7 +22,7 @@ import { parseRobotsTxt } from './robots/index.js';
 import { createLogger, droppedLogLinesOf, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
 import { contentHashOf, Ledger } from './audit/ledger/index.js';
-import { ReportService } from './audit/report/report-service.js';
+import { ReportRunner } from './audit/report/report-runner.js';
 import { UpstreamForwarder } from './proxy/forwarder.js';
 import { TargetGuard } from './proxy/target-guard.js';
 import { makeViaPseudonym } from './proxy/headers.js';
@@ -459,6 +459,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   };
 
   let admin: AdminServer | undefined;
+  let reportRunner: ReportRunner | undefined;
   const activeDrain = new Drain(
     {
       counts: () => ({
@@ -478,7 +479,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       teardown: async () => {
         connect.close();
         upgrade.close();
-        await Promise.all([proxy.close(), admin?.close()]);
+        await Promise.all([proxy.close(), admin?.close(), reportRunner?.close()]);
         await Promise.all([forwarder.close(), robotsAgent.close().catch(() => undefined)]);
         // After the listeners: every request's access entry has reached the ledger, every slot is released.
         ledger?.close();
@@ -493,7 +494,9 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   let adminAddress: AddressInfo | undefined;
   if (config.admin.enabled) {
     // The page reads the file: what the ledger holds in memory is written first, so it is current.
-    const report = new ReportService({ ledgerPath: ledger === undefined ? undefined : ledgerPathOf(config), beforeRead: () => ledger?.flush(), nowMs: () => clock.nowMs() });
+    // Read on a worker thread: a long range's aggregation would otherwise stall forwarding.
+    const report = new ReportRunner({ ledgerPath: ledger === undefined ? undefined : ledgerPathOf(config), beforeRead: () => ledger?.flush(), nowMs: () => clock.nowMs() });
+    reportRunner = report;
     admin = new AdminServer({
       metrics,
       logger,

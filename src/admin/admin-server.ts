@@ -86,7 +86,7 @@ export interface AdminServerOptions {
    * Answers `GET /report` and every path below it (the compliance report, see
    * `audit/report/report-service.ts`). Absent: those paths answer 404.
    */
-  report?: (pathname: string, params: URLSearchParams) => ReportAnswer;
+  report?: (pathname: string, params: URLSearchParams) => ReportAnswer | Promise<ReportAnswer>;
 }
 
 /** Error codes in admin JSON error bodies (`{"error": code}`); stable, branch on these. */
@@ -273,7 +273,7 @@ export class AdminServer {
         return;
       default:
         if (this.#options.report !== undefined && (url.pathname === '/report' || url.pathname.startsWith('/report/'))) {
-          const answer = this.#options.report(url.pathname, url.searchParams);
+          const answer = await this.#options.report(url.pathname, url.searchParams);
           send(res, answer.status, answer.contentType, answer.body, answer.headers);
           return;
         }
