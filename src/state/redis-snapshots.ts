@@ -17,6 +17,7 @@ import type { CacheEntry } from '../cache/snapshot-store.js';
 import type { Clock } from '../clock.js';
 import type { RobotsTxt } from '../robots/types.js';
 import type { RedisConnection, StateLogger } from './redis-connection.js';
+import { LUA_GUARDS } from './lua-guards.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
 import type { FetchedEntry, SnapshotFlight } from './types.js';
 
@@ -37,9 +38,11 @@ export interface RedisSnapshotFlightOptions {
  * robots cache judges it), leaseMs. Returns `{'fresh', data}`, `{'lead', data or nil}` (the lock
  * is ours; data is the stale stored snapshot, if any) or `{'wait', pttl}`.
  */
-const LEAD_SCRIPT = `
+const LEAD_SCRIPT = `${LUA_GUARDS}
+kind(KEYS[1], 'hash')
+kind(KEYS[2], 'string')
 local nextAt = redis.call('HGET', KEYS[1], 'next')
-if nextAt and tonumber(nextAt) > tonumber(ARGV[2]) then return {'fresh', redis.call('HGET', KEYS[1], 'data')} end
+if nextAt and num(nextAt) > tonumber(ARGV[2]) then return {'fresh', redis.call('HGET', KEYS[1], 'data')} end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'lead', redis.call('HGET', KEYS[1], 'data')} end
 return {'wait', tostring(redis.call('PTTL', KEYS[2]))}
 `;
@@ -48,7 +51,9 @@ return {'wait', tostring(redis.call('PTTL', KEYS[2]))}
  * KEYS: snapshot hash, lock. ARGV: token, nextAt ('' : store nothing), data, pxMs, channel, message.
  * Stores the snapshot (unless nextAt is empty), frees the lock if still ours, announces.
  */
-const SHARE_SCRIPT = `
+const SHARE_SCRIPT = `${LUA_GUARDS}
+kind(KEYS[1], 'hash')
+kind(KEYS[2], 'string')
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], 'next', ARGV[2], 'data', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])

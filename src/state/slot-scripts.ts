@@ -10,8 +10,10 @@
  * format would round an epoch time to 0.1 ms). Extension, not in RFC 9309.
  */
 
-/** Shared prologue: `now` in ms (fraction from the microseconds), `fmt` for numbers written back. */
-const PROLOGUE = `
+import { LUA_GUARDS } from './lua-guards.js';
+
+/** Shared prologue: {@link LUA_GUARDS}, `now` in ms (fraction from the microseconds), `fmt` for numbers written back. */
+const PROLOGUE = `${LUA_GUARDS}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local function fmt(x) return string.format('%.3f', x) end
@@ -26,7 +28,10 @@ local function fmt(x) return string.format('%.3f', x) end
  * - an undelayed request needs no delayed one in flight and fewer than maxConcurrency in flight.
  */
 export const RESERVE_SCRIPT = `${PROLOGUE}
-local pausedUntil = tonumber(redis.call('GET', KEYS[3]) or '0')
+kind(KEYS[1], 'hash')
+kind(KEYS[2], 'zset')
+kind(KEYS[3], 'string')
+local pausedUntil = num(redis.call('GET', KEYS[3]))
 if pausedUntil > now then return {0, 'paused', fmt(pausedUntil - now)} end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', fmt(now))
 local inFlight = redis.call('ZCARD', KEYS[2])
@@ -36,12 +41,12 @@ local function busy()
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   return {0, 'busy', fmt(tonumber(first[2]) - now)}
 end
-local last = tonumber(redis.call('HGET', KEYS[1], 'last') or '0')
+local last = num(redis.call('HGET', KEYS[1], 'last'))
 local start = now
 if delay > 0 then
   if inFlight > 0 then return busy() end
   local from = last
-  if ARGV[5] == '1' then from = math.max(from, tonumber(redis.call('HGET', KEYS[1], 'end') or '0')) end
+  if ARGV[5] == '1' then from = math.max(from, num(redis.call('HGET', KEYS[1], 'end'))) end
   start = math.max(now, from + delay)
   redis.call('HSET', KEYS[1], 'last', fmt(start), 'solo', ARGV[1])
 else
@@ -73,6 +78,9 @@ export const RELEASE_ARGS = 5;
 export const RELEASE_SCRIPT = `${PROLOGUE}
 for i = 0, (#KEYS / 3) - 1 do
   local h, z, p = KEYS[i * 3 + 1], KEYS[i * 3 + 2], KEYS[i * 3 + 3]
+  kind(h, 'hash')
+  kind(z, 'zset')
+  kind(p, 'string')
   local a = 2 + i * ${RELEASE_ARGS}
   local token, sentAgo, pauseMs, maxc, origin = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
   local before = redis.call('ZCARD', z)
@@ -83,7 +91,7 @@ for i = 0, (#KEYS / 3) - 1 do
     if isSolo then
       if sentAgo >= 0 then
         local sent = now - sentAgo
-        if sent > tonumber(redis.call('HGET', h, 'last') or '0') then redis.call('HSET', h, 'last', fmt(sent)) end
+        if sent > num(redis.call('HGET', h, 'last')) then redis.call('HSET', h, 'last', fmt(sent)) end
       end
       redis.call('HDEL', h, 'solo')
     end
@@ -91,7 +99,7 @@ for i = 0, (#KEYS / 3) - 1 do
   end
   if pauseMs > 0 then
     local untilMs = now + pauseMs
-    if untilMs > tonumber(redis.call('GET', p) or '0') then redis.call('SET', p, fmt(untilMs), 'PX', math.ceil(pauseMs)) end
+    if untilMs > num(redis.call('GET', p)) then redis.call('SET', p, fmt(untilMs), 'PX', math.ceil(pauseMs)) end
   end
   if removed == 1 and (isSolo or before >= maxc) then redis.call('PUBLISH', ARGV[1], origin) end
 end
@@ -105,6 +113,7 @@ return 1
 export const RENEW_SCRIPT = `${PROLOGUE}
 local lease = tonumber(ARGV[1])
 for i = 1, #KEYS do
+  kind(KEYS[i], 'zset')
   if redis.call('ZSCORE', KEYS[i], ARGV[i + 1]) then
     redis.call('ZADD', KEYS[i], 'XX', fmt(now + lease), ARGV[i + 1])
     if redis.call('PTTL', KEYS[i]) < lease then redis.call('PEXPIRE', KEYS[i], lease) end
