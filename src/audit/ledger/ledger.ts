@@ -7,7 +7,7 @@
  * aggregates stay in memory (bounded) and the next flush tries again.
  * Extension, not in RFC 9309.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database, { type Database as Db, type Statement } from 'better-sqlite3';
 import type { AccessEntry } from '../access-entry.js';
@@ -176,6 +176,8 @@ export class Ledger {
   readonly #aggregator: RollupAggregator;
   #db: Db | undefined;
   #statements: Statements | undefined;
+  /** The file the open handle writes (device and inode), to notice it deleted or replaced. */
+  #fileId: string | undefined;
   #robots: RobotsVersionRow[] = [];
   #robotsBodyBytes = 0;
   #droppedRobotsFetches = 0;
@@ -251,6 +253,7 @@ export class Ledger {
    */
   flush(): boolean {
     if (this.#aggregator.isEmpty && this.#robots.length === 0) return true;
+    if (this.#db !== undefined && !this.#isFileInPlace()) this.#reopenReplaced();
     if (this.#db === undefined && !this.#open()) return false;
     const db = this.#db as Db;
     const s = this.#statements as Statements;
@@ -374,6 +377,7 @@ export class Ledger {
     try {
       this.#db = openLedgerDatabase(this.path);
       this.#statements = prepare(this.#db);
+      this.#fileId = fileIdOf(this.path) ?? undefined;
       return true;
     } catch (error) {
       this.#db = undefined;
@@ -409,6 +413,26 @@ export class Ledger {
     );
   }
 
+  /** True while the path still names the file the handle writes (one stat per flush); true when that cannot be told. */
+  #isFileInPlace(): boolean {
+    if (this.#fileId === undefined) return true;
+    const id = fileIdOf(this.path);
+    return id === null || id === this.#fileId;
+  }
+
+  /**
+   * The file was deleted or replaced under the open handle (SQLite would go on writing into the
+   * unlinked file, lost to every reader): logged, and the next open creates or opens the file at
+   * the path. What was written to the old file stays with it.
+   */
+  #reopenReplaced(): void {
+    this.#logger.warn(
+      { event: 'ledger-file-replaced', path: this.path, exists: existsSync(this.path) },
+      'ledger: the database file was deleted or replaced while open; writing to the file now at the path',
+    );
+    this.#closeDb();
+  }
+
   #closeDb(): void {
     try {
       this.#db?.close();
@@ -417,5 +441,16 @@ export class Ledger {
     }
     this.#db = undefined;
     this.#statements = undefined;
+    this.#fileId = undefined;
+  }
+}
+
+/** `device:inode` of `path`; undefined when there is no such file; null when it cannot be told (EACCES...). Never throws. */
+function fileIdOf(path: string): string | undefined | null {
+  try {
+    const stats = statSync(path, { throwIfNoEntry: false });
+    return stats === undefined ? undefined : `${stats.dev}:${stats.ino}`;
+  } catch {
+    return null;
   }
 }
