@@ -62,6 +62,8 @@ export class TunnelInterceptor {
   private idleTimeoutMs: number;
   /** At most one `tls-client-error` line per error per 10 s: any client can abort handshakes in a loop. */
   private readonly clientErrorLog = new LogThrottle({ nowMs: () => performance.now() });
+  /** At most one `tls-handshake-timeout` line per kind per 10 s: any client can open tunnels and go silent. */
+  private readonly handshakeTimeoutLog = new LogThrottle({ nowMs: () => performance.now() });
 
   constructor(private readonly deps: InterceptDeps) {
     this.idleTimeoutMs = deps.idleTimeoutMs;
@@ -100,10 +102,15 @@ export class TunnelInterceptor {
   /** The client did not finish its TLS handshake (or never sent a byte, or no request head) in time: close the tunnel. */
   private onHandshakeTimeout(tunnel: InterceptedTunnel): void {
     if (tunnel.state === 'handshake') {
-      this.deps.logger.warn(
-        { event: 'tls-handshake-timeout', origin: tunnelOrigin(tunnel.session.target, tunnel.session.scheme), started: tunnel.tls !== undefined || tunnel.session.scheme === 'http' },
-        tunnel.session.scheme === 'http' ? 'no complete request head in the plain-HTTP tunnel in time' : 'TLS handshake with the client timed out',
-      );
+      const started = tunnel.tls !== undefined || tunnel.session.scheme === 'http';
+      // One line per kind (scheme, whether the client sent anything) per interval, with the count of those not written.
+      const suppressed = this.handshakeTimeoutLog.admit(`${tunnel.session.scheme}:${started}`);
+      if (suppressed !== undefined) {
+        this.deps.logger.warn(
+          { event: 'tls-handshake-timeout', origin: tunnelOrigin(tunnel.session.target, tunnel.session.scheme), started, suppressed },
+          tunnel.session.scheme === 'http' ? 'no complete request head in the plain-HTTP tunnel in time' : 'TLS handshake with the client timed out',
+        );
+      }
     }
     tunnel.state = 'closed-by-proxy';
     (tunnel.tls ?? tunnel.raw).destroy();

@@ -144,4 +144,16 @@ describe('HTTPS interception failures', () => {
     assert.equal(warnings('tls-client-error').filter((l) => String(l['error']).includes('ECONNRESET')).length, 0);
     await assertHealthy();
   });
+
+  it('a flood of tunnels that never start a handshake writes a bounded number of tls-handshake-timeout lines, each closed in time', async () => {
+    const before = warnings('tls-handshake-timeout').length;
+    // 20 silent tunnels within one log interval (10 s); the earlier test already logged this kind once.
+    const tunnels = await Promise.all(Array.from({ length: 20 }, () => openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`)));
+    const texts = await Promise.all(tunnels.map((t) => { assert.equal(t.status, 200); return readToEnd(t.socket, t.head, 15_000); }));
+    assert.deepEqual(new Set(texts), new Set(['']));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const flood = warnings('tls-handshake-timeout').slice(before);
+    assert.ok(flood.length <= 1, `${flood.length} lines for 20 silent tunnels`);
+    await assertHealthy();
+  });
 });
