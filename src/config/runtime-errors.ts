@@ -81,6 +81,34 @@ export function listenConfigError(section: 'listen' | 'admin', host: string, por
 }
 
 /**
+ * Checks that the files a restart would read for restart-only keys that changed are readable
+ * now (`https.caCert`, `https.caKey`): a reload cannot apply them, but a typo found only at the
+ * next restart would stop the proxy then. Reads the CA pair's files without parsing them, and
+ * `upstream.caFile` as a start does ({@link readCaFile}).
+ * @param config the newly loaded configuration (before the running values are put back).
+ * @param changed the restart-only keys whose value changed (`ReloadPlan.restartRequired`).
+ * @throws {ConfigError} (the key) when a named file cannot be read (or `upstream.caFile` holds no certificate).
+ */
+export function checkRestartFiles(
+  config: { readonly https: { readonly caCert?: string; readonly caKey?: string }; readonly upstream: { readonly caFile?: string } },
+  changed: readonly string[],
+): void {
+  if (config.upstream.caFile !== undefined && changed.includes('upstream.caFile')) readCaFile(config.upstream.caFile);
+  for (const [key, path] of [['https.caCert', config.https.caCert], ['https.caKey', config.https.caKey]] as const) {
+    if (path === undefined || !changed.includes(key)) continue;
+    try {
+      readFileSync(path);
+    } catch (error) {
+      throw new ConfigError(
+        `${key}: cannot read ${JSON.stringify(path)} (${describeCode(codeOf(error))}); a restart would fail to start with it: point it at a readable PEM file, or remove https.caCert and https.caKey to use the CA generated under stateDir`,
+        { key },
+        { cause: error },
+      );
+    }
+  }
+}
+
+/**
  * Reads `upstream.caFile` and checks that it holds PEM certificates.
  * @param path the configured value (relative paths against the working directory).
  * @returns the file's text.

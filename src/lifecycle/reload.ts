@@ -4,7 +4,7 @@
  * apply the rest, log what happened. Extension, not in RFC 9309.
  */
 import type { Logger } from 'pino';
-import { loadConfig, planReload, type Config } from '../config/index.js';
+import { checkRestartFiles, loadConfig, planReload, type Config } from '../config/index.js';
 import type { CredentialsChange } from '../access/credentials-file.js';
 import { ConfigError } from '../errors.js';
 
@@ -55,7 +55,8 @@ export interface Reloadable {
 }
 
 /**
- * Reads `file`, validates it (and what `target.prepare` reads, e.g. the credentials file) and
+ * Reads `file`, validates it (and what `target.prepare` reads, e.g. the credentials file, and
+ * the files of changed restart-only keys a restart would read: {@link checkRestartFiles}) and
  * applies it to `target`. A file that cannot be read or does not validate changes nothing: the running configuration stays in force and the error is logged
  * (`event: config-reload-failed`, with file, key, line and column). Otherwise the keys that can
  * change live are applied (`event: config-reloaded`, level info, with the credentials file's
@@ -71,7 +72,9 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
   let plan: ReturnType<typeof planReload>;
   let credentials: CredentialsChange | undefined;
   try {
-    plan = planReload(target.config, loadConfig(file));
+    const next = loadConfig(file);
+    plan = planReload(target.config, next);
+    checkRestartFiles(next, plan.restartRequired);
     credentials = target.prepare?.(plan.config);
   } catch (err) {
     const where = err instanceof ConfigError ? { key: err.key, line: err.line, column: err.column } : {};

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
@@ -156,6 +156,26 @@ describe('RunningProxy.reloadFromFile', () => {
     assert.deepEqual([...(warning?.['keys'] as string[])].sort(), ['admin.enabled', 'admin.port', 'https.mode', 'listen.port', 'stateDir']);
     assert.match(String(warning?.['msg']), /listen\.port/);
     assert.equal(warning?.['level'], 40);
+  });
+
+  it('refuses a reload whose changed https.caCert or caKey cannot be read (a restart would fail), and keeps everything running', async () => {
+    const { dir, path, logs, running } = await start('pacing: { maxConcurrency: 3 }\n');
+    const before = running.currentConfig();
+    const missing = join(dir, 'no-such-ca.pem');
+    const text = readFileSync(path, 'utf8').replace('https: { mode: tunnel }', `https: { mode: tunnel, caCert: ${missing}, caKey: ${missing} }`);
+    writeFileSync(path, text.replace('maxConcurrency: 3', 'maxConcurrency: 9'));
+    const report = running.reloadFromFile();
+    assert.equal(report.ok, false);
+    assert.equal(!report.ok && report.key, 'https.caCert', !report.ok ? report.message : '');
+    assert.match(!report.ok ? report.message : '', /https\.caCert: cannot read .*no-such-ca\.pem.*ENOENT/);
+    assert.equal(running.currentConfig(), before, 'nothing of the file applied, not even pacing');
+    assert.equal(events(logs, 'config-reload-failed').at(-1)?.['file'], path);
+    assert.equal(events(logs, 'config-restart-required').length, 0);
+
+    writeFileSync(path, readFileSync(path, 'utf8').replace('{ allowPrivateNetworks: true }', `{ allowPrivateNetworks: true, caFile: ${missing} }`));
+    const upstreamCa = running.reloadFromFile();
+    assert.equal(!upstreamCa.ok && upstreamCa.key, 'upstream.caFile', !upstreamCa.ok ? upstreamCa.message : '');
+    assert.equal(running.currentConfig(), before);
   });
 
   it('POST /reload on the admin listener reloads; the proxy listener does not reach it', async () => {
