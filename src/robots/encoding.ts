@@ -189,13 +189,13 @@ function firstOf(s: string, from: number): number {
 
 /**
  * True when `path`'s first `end` characters hold something {@link originResolvedPath} resolves:
- * `%2F` or `%5C` (any case), `\`, `//`, or a `.` or `..` segment (`/.` or `/..` followed by `/`
- * or the end), i.e. when `/%2F|%5C|\\|\/\/|\/\.\.?(?:\/|$)/i` matches them. Allocates nothing. Pure.
+ * `%2F` or `%5C` (any case), `\`, `;`, `//`, or a `.` or `..` segment (`/.` or `/..` followed by `/`
+ * or the end), i.e. when `/%2F|%5C|\\|;|\/\/|\/\.\.?(?:\/|$)/i` matches them. Allocates nothing. Pure.
  */
 export function mayResolve(path: string, end: number): boolean {
   for (let i = 0; i < end; i++) {
     const c = path.charCodeAt(i);
-    if (c === 0x5c) return true; // \
+    if (c === 0x5c || c === 0x3b) return true; // \ ;
     if (c === 0x25) {
       // %2F, %5C: `| 0x20` lower-cases F and C, and only them among the characters that could become f or c.
       if (i + 2 < end) {
@@ -219,10 +219,13 @@ export function mayResolve(path: string, end: number): boolean {
 
 /**
  * The path as a lenient origin server may resolve it: encoded slashes and
- * backslashes (`%2F`, `%5C`, `\`) taken as `/`, runs of `/` merged, and
+ * backslashes (`%2F`, `%5C`, `\`) taken as `/`, runs of `/` merged, path
+ * parameters (`;` to the end of its segment, RFC 3986 §3.3) dropped, and
  * dot segments removed (RFC 3986 §5.2.4). Common servers do some of this
- * before routing, so `/private%2Fx`, `//private/x` and `/a/..%2Fprivate/x` can
- * all reach `/private/x`. `path` must already be normalised
+ * before routing, so `/private%2Fx`, `//private/x`, `/a/..%2Fprivate/x`,
+ * `/private;x/x` and `/a/..;/private/x` (Servlet containers such as Tomcat and
+ * Jetty drop each segment's parameters) can all reach `/private/x`. Extension,
+ * not in RFC 9309, which matches the path as sent. `path` must already be normalised
  * ({@link normalisePath}); the query is kept as it is.
  * Pure; never throws.
  * @returns the resolved path plus query, or `undefined` when it equals `path`.
@@ -235,7 +238,9 @@ export function originResolvedPath(path: string): string | undefined {
   const slashed = pathOnly.replace(/%2F|%5C/gi, '/').replace(/\\/g, '/').replace(/\/{2,}/g, '/');
   const output: string[] = [];
   const segments = slashed.split('/').slice(1);
-  segments.forEach((segment, i) => {
+  segments.forEach((written, i) => {
+    const semicolon = written.indexOf(';');
+    const segment = semicolon === -1 ? written : written.slice(0, semicolon);
     const isLast = i === segments.length - 1;
     if (segment === '.' || segment === '..') {
       if (segment === '..') output.pop();

@@ -79,13 +79,13 @@ describe('decide', () => {
 
   it('cannot be bypassed by encodings an origin resolves to a disallowed path', () => {
     const robots = snapshot('ok', 'User-agent: *\nDisallow: /private/\n');
-    for (const path of ['/private%2Fx', '/private%2fx', '/%2Fprivate/x', '//private/x', '/.%2fprivate/x', '/foo/..%2fprivate/x', '/%70rivate/x', '/x/%5C../private/y']) {
+    for (const path of ['/private%2Fx', '/private%2fx', '/%2Fprivate/x', '//private/x', '/.%2fprivate/x', '/foo/..%2fprivate/x', '/%70rivate/x', '/x/%5C../private/y', '/private;jsessionid=1/x', '/a/..;/private/x']) {
       const d = decide(robots, request(path, ['AnyBot']));
       assert.equal(d.verdict, 'deny', path);
       assert.equal(d.reason, 'rule-disallow', path);
       assert.ok(d.path.startsWith('/private/'), `${path} tested as ${d.path}`);
     }
-    for (const path of ['/public//x', '/a/../public', '/q?next=/private/x', '/privatex']) {
+    for (const path of ['/public//x', '/a/../public', '/q?next=/private/x', '/privatex', '/private;x', '/q?a=1;/private/x']) {
       assert.equal(decide(robots, request(path, ['AnyBot'])).verdict, 'allow', path);
     }
   });

@@ -37,7 +37,7 @@ describe('policy path rules and the paths an origin resolves', () => {
   const get = (path: string) => proxyGet(proxy.proxyAddress.port, `${site.url}${path}`, { headers: { 'user-agent': UA } });
 
   it('a deny rule refuses every spelling the origin may resolve into its path, and nothing reaches the origin', async () => {
-    for (const path of ['/admin/x', '//admin/x', '/%2Fadmin/x', '/x/..%2Fadmin/x', '/x/../admin/x', '/a%5C..%5Cadmin/x']) {
+    for (const path of ['/admin/x', '//admin/x', '/%2Fadmin/x', '/x/..%2Fadmin/x', '/x/../admin/x', '/a%5C..%5Cadmin/x', '/admin;v=1/x', '/x/..;/admin/x']) {
       const r = await get(path);
       assert.equal(r.status, 403, path);
       assert.equal(r.headers['x-robots-proxy-decision'], 'deny; reason=operator-policy; rule=no-admin', path);
@@ -48,7 +48,7 @@ describe('policy path rules and the paths an origin resolves', () => {
   it('an allow or report rule exempts only paths that resolve inside it: robots.txt decides the others', async () => {
     const inside = await get('/public//page');
     assert.equal(inside.headers['x-robots-proxy-decision'], 'allow; reason=operator-allow; rule=consent-public');
-    for (const path of ['/public/..%2Fprivate/x', '/public/%2E%2E/private/x', '/shadow/..%2Fprivate/x']) {
+    for (const path of ['/public/..%2Fprivate/x', '/public/%2E%2E/private/x', '/shadow/..%2Fprivate/x', '/public/..;/private/x']) {
       const r = await get(path);
       assert.equal(r.status, 403, path);
       assert.equal(r.headers['x-robots-proxy-decision'], 'deny; reason=rule-disallow', path);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mayResolve, originResolvedPath } from '../../src/robots/encoding.js';
 
 /** What `originResolvedPath` tested with a regex before the scan replaced it (the oracle). */
-const RESOLVABLE = /%2F|%5C|\\|\/\/|\/\.\.?(?:\/|$)/i;
+const RESOLVABLE = /%2F|%5C|\\|;|\/\/|\/\.\.?(?:\/|$)/i;
 
 /** Every string of `alphabet` up to `maxLength` characters. */
 function* stringsOf(alphabet: string[], maxLength: number): Generator<string> {
@@ -20,7 +20,7 @@ function* stringsOf(alphabet: string[], maxLength: number): Generator<string> {
 describe('mayResolve: the scan that spares most paths the regex and the slice', () => {
   it('agrees with the regex on every string of the characters that matter, up to 5 long, at every end', () => {
     let checked = 0;
-    for (const s of stringsOf(['/', '.', '%', '2', '5', 'F', 'f', 'C', 'c', '\\', 'a'], 5)) {
+    for (const s of stringsOf(['/', '.', '%', '2', '5', 'F', 'f', 'C', 'c', '\\', ';', 'a'], 5)) {
       for (let end = 0; end <= s.length; end++) {
         assert.equal(mayResolve(s, end), RESOLVABLE.test(s.slice(0, end)), JSON.stringify([s, end]));
         checked++;
@@ -40,6 +40,15 @@ describe('originResolvedPath', () => {
     assert.equal(originResolvedPath('/a/..%2Fprivate/x'), '/private/x');
     assert.equal(originResolvedPath('/a\\b'), '/a/b');
     assert.equal(originResolvedPath('/a/./b/.'), '/a/b/');
+  });
+
+  it('drops path parameters as Servlet containers do: /private;x/y, /a/..;/private, ;jsessionid, keeping the query', () => {
+    assert.equal(originResolvedPath('/private;x=1/y'), '/private/y');
+    assert.equal(originResolvedPath('/a/..;/private/y'), '/private/y');
+    assert.equal(originResolvedPath('/a/.;x/b'), '/a/b');
+    assert.equal(originResolvedPath('/page;jsessionid=ABC?q=a;b'), '/page?q=a;b');
+    assert.equal(originResolvedPath('/search?q=a;b'), undefined);
+    assert.equal(originResolvedPath('/a;/b;'), '/a/b');
   });
 
   it('answers undefined for a path with nothing to resolve, a query with slashes or dots included', () => {
