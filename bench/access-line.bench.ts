@@ -12,6 +12,12 @@
  * main's. Prints medians over rounds. Asserts nothing; ~30 s.
  *
  *   npm run build && node --min-semi-space-size=64 --max-semi-space-size=64 --import tsx bench/access-line.bench.ts [--base DIR] [--rounds N] [--lines N]
+ *
+ * ACCESS_LINE_ONLY=encode|write ACCESS_LINE_LINES=N [ACCESS_LINE_BUILD=DIR]: only `encodeAccessLine` into a
+ * buffer (encode) or `writeAccessLog` to a file (write) of DIR's build (default this checkout), 100,000 lines
+ * of warm-up then N lines, nothing timed, then exit. For an instruction count that the machine's load does not
+ * move: the difference of two runs (N and 0) under `valgrind --tool=cachegrind --cache-sim=no
+ * --smc-check=all-non-file node --single-threaded ...` (bench/PROFILE.md, "The access line, session 19").
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -135,6 +141,27 @@ async function measure(entries: AccessEntry[], work: (entry: AccessEntry) => voi
 }
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'access-line-bench-'));
+const only = process.env['ACCESS_LINE_ONLY'];
+if (only !== undefined) {
+  const root = path.resolve(process.env['ACCESS_LINE_BUILD'] ?? process.cwd());
+  const build = await loadBuild(only, root);
+  const out = new (await import(pathToFileURL(path.join(root, 'dist/audit/line-buffer.js')).href) as typeof LineBufferModule).LineBuffer(64 * 1024);
+  const logger = build.logger.createLogger({ level: 'info', file: path.join(dir, 'count.log') });
+  const work = only === 'encode'
+    ? (entry: AccessEntry): void => {
+      out.length = 0;
+      build.line.encodeAccessLine?.(out, entry, ',"pid":1,"hostname":"vm"', 1_764_547_200_000 + entry.startedAtMs % 1000);
+    }
+    : (entry: AccessEntry): void => build.line.writeAccessLog(logger, entry);
+  if (only !== 'encode' && only !== 'write') throw new Error('ACCESS_LINE_ONLY: encode or write');
+  const entries = makeEntries();
+  for (let i = 0; i < 100_000; i++) work(entries[i % entries.length] as AccessEntry);
+  const n = Number(process.env['ACCESS_LINE_LINES'] ?? 0);
+  for (let i = 0; i < n; i++) work(entries[i % entries.length] as AccessEntry);
+  build.logger.flushLogSync(logger);
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
 const builds = [await loadBuild('this checkout', process.cwd())];
 const base = argOf('base');
 if (base !== undefined) builds.push(await loadBuild(`base ${base}`, path.resolve(base)));

@@ -20,7 +20,7 @@
  * compile time, so a field added to the Decision or the record without a line
  * here fails `npm run typecheck`. Extension, not in RFC 9309.
  */
-import type { DecisionIdentity, MatchedRule, PacingFacts, SnapshotInfo, UpstreamFacts } from '../policy/decision.js';
+import { DECISION_REASONS, type DecisionIdentity, type MatchedRule, type PacingFacts, type SnapshotInfo, type UpstreamFacts, type Verdict } from '../policy/decision.js';
 import type { Logger } from 'pino';
 import type { AccessEntry } from './access-entry.js';
 import {
@@ -33,7 +33,7 @@ import {
   type LoggedSnapshot,
 } from './access-log.js';
 import { createIsoWriter } from './iso-time.js';
-import { utf8Bytes, type LineBuffer } from './line-buffer.js';
+import { ConstantBytes, utf8Bytes, type LineBuffer } from './line-buffer.js';
 import { SAFE_RECORD, bindingsOf, encodedLineSinkOf } from './logger.js';
 
 /** Every key of `T`, listed once: `true` when `List` names them all, else a type error at the use. */
@@ -65,33 +65,102 @@ const KEY_LISTS_ARE_COMPLETE: [
 ] = [true, true, true, true, true, true, true];
 void KEY_LISTS_ARE_COMPLETE;
 
-/** UTF-8 of `,"key":` (or `{"key":` when `first`). */
-const key = (name: string, first = false): Uint8Array => utf8Bytes(`${first ? '{' : ','}${JSON.stringify(name)}:`);
+/** `,"name":` (or `{"name":` when `first`), as text. */
+const key = (name: string, first = false): string => `${first ? '{' : ','}${JSON.stringify(name)}:`;
+/** Bytes written as they are, from their text (see {@link ConstantBytes}). */
+const run = (text: string): ConstantBytes => new ConstantBytes(text);
+/** The run for each value of a closed set: `"<value>"` then `after` (a value outside the set has none: the caller writes it generically). */
+const runsOf = (values: readonly string[], before: string, after: string): Map<string, ConstantBytes> =>
+  new Map(values.map((value) => [value, run(`${before}${JSON.stringify(value)}${after}`)]));
 
-/** `,"<field>":` for each top-level field, from {@link ACCESS_LOG_FIELD} (built once). */
-const K = Object.fromEntries(RECORD_KEYS.map((name) => [name, key(name)])) as Record<(typeof RECORD_KEYS)[number], Uint8Array>;
-const LINE_START = utf8Bytes('{"level":"info","time":');
-const LINE_END = utf8Bytes(`,"msg":${JSON.stringify(ACCESS_LOG_MESSAGE)}}\n`);
+// The line's constant bytes, in runs: each key with the punctuation around it and, where a value comes
+// from a closed set or is null, with that value and the next key (one copy instead of three writes).
+const LINE_START = run('{"level":"info","time":');
+const LINE_END = run(`,"msg":${JSON.stringify(ACCESS_LOG_MESSAGE)}}\n`);
+/** The decision object's end and the line's end, when nothing was cut (no `truncated`). */
+const DECISION_END_LINE_END = run(`}${LINE_END.text}`);
+const K = {
+  requestId: run(key(F.requestId)),
+  clientRequestId: run(key(F.clientRequestId)),
+  clientRequestIdNull: run(`${key(F.clientRequestId)}null${key(F.startedAt)}`),
+  startedAt: run(key(F.startedAt)),
+  clientAddress: run(key(F.clientAddress)),
+  clientPort: run(key(F.clientPort)),
+  identity: run(key(F.identity)),
+  identityNull: run(`${key(F.identity)}null${key(F.userAgent)}`),
+  userAgent: run(key(F.userAgent)),
+  productTokens: run(`${key(F.productTokens)}[`),
+  method: run(`]${key(F.method)}`),
+  url: run(key(F.url)),
+  via: run(key(F.via)),
+  status: run(key(F.status)),
+  upstreamStatus: run(key(F.upstreamStatus)),
+  bytesSent: run(key(F.bytesSent)),
+  bytesReceived: run(key(F.bytesReceived)),
+  clientAborted: run(key(F.clientAborted)),
+  clientAbortedFalse: run(`${key(F.clientAborted)}false${key(F.queueWaitMs)}`),
+  clientAbortedTrue: run(`${key(F.clientAborted)}true${key(F.queueWaitMs)}`),
+  queueWaitMs: run(key(F.queueWaitMs)),
+  upstreamMs: run(key(F.upstreamMs)),
+  upstreamStartedAt: run(key(F.upstreamStartedAt)),
+  durationMs: run(key(F.durationMs)),
+  error: run(key(F.error)),
+  errorNull: run(`${key(F.error)}null${key(F.decision)}${key('verdict', true)}`),
+  decision: run(`${key(F.decision)}${key('verdict', true)}`),
+  truncated: run(`}${key(F.truncated)}`),
+};
+/** `"GET","url":` for the methods of nearly every request (any other is written as a string). */
+const METHOD_URL = runsOf(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT'], '', key(F.url));
+/** `,"via":"http","status":` for each `via`. */
+const VIA_STATUS = runsOf(['http', 'https-intercepted', 'http-tunnelled', 'connect'], key(F.via), key(F.status));
+const VERDICT_REASON = runsOf(['allow', 'deny'] satisfies Verdict[], '', key('reason'));
+const REASON_ORIGIN = runsOf(DECISION_REASONS, '', key('origin'));
 const D = {
-  verdict: key('verdict', true), reason: key('reason'), origin: key('origin'), path: key('path'), productToken: key('productToken'),
-  agentTokens: key('agentTokens'), group: key('group'), rule: key('rule'), crawlDelaySeconds: key('crawlDelaySeconds'),
-  snapshot: key('snapshot'), identity: key('identity'), policy: key('policy'), wouldDeny: key('wouldDeny'), detail: key('detail'),
-  proxyAuthenticate: key('proxyAuthenticate'), retryAfterSeconds: key('retryAfterSeconds'), pacing: key('pacing'), upstream: key('upstream'),
+  reason: run(key('reason')),
+  origin: run(key('origin')),
+  path: run(key('path')),
+  productToken: run(key('productToken')),
+  productTokenNull: run(`${key('productToken')}null${key('agentTokens')}[`),
+  agentTokens: run(`${key('agentTokens')}[`),
+  group: run(`]${key('group')}`),
+  rule: run(key('rule')),
+  ruleNull: run(`${key('rule')}null${key('crawlDelaySeconds')}`),
+  /** After the rule's run, which ends with `,"crawlDelaySeconds":`. */
+  crawlDelayNullSnapshot: run(`null${key('snapshot')}`),
+  snapshot: run(key('snapshot')),
+  identity: run(key('identity')),
+  identityNull: run(`${key('identity')}null`),
+  policy: run(`${key('policy')}${key('rule', true)}`),
+  policyAction: run(key('action')),
+  wouldDeny: run(key('wouldDeny')),
+  detail: run(key('detail')),
+  proxyAuthenticate: run(key('proxyAuthenticate')),
+  retryAfterSeconds: run(key('retryAfterSeconds')),
+  pacing: run(`${key('pacing')}${key('delayMs', true)}`),
+  upstream: run(key('upstream')),
 };
-const RULE = { kind: key('kind', true), pattern: key('pattern'), line: key('line') };
-const POLICY = { rule: key('rule', true), action: key('action') };
+const RULE = { kind: run(`${key('rule')}${key('kind', true)}`), pattern: run(key('pattern')), line: run(key('line')), end: run(`}${key('crawlDelaySeconds')}`) };
+/** `,"rule":{"kind":"allow","pattern":` for each kind. */
+const RULE_KIND_PATTERN = runsOf(['allow', 'disallow'] satisfies MatchedRule['kind'][], `${key('rule')}${key('kind', true)}`, key('pattern'));
 const SNAPSHOT = {
-  url: key('url', true), state: key('state'), status: key('status'), error: key('error'), fetchedAtMs: key('fetchedAtMs'),
-  expiresAtMs: key('expiresAtMs'), bytes: key('bytes'), truncated: key('truncated'), fetchedAt: key('fetchedAt'), expiresAt: key('expiresAt'),
+  url: run(key('url', true)), state: run(key('state')), status: run(key('status')), error: run(key('error')), fetchedAtMs: run(key('fetchedAtMs')),
+  expiresAtMs: run(key('expiresAtMs')), bytes: run(key('bytes')), truncated: run(key('truncated')), fetchedAt: run(key('fetchedAt')), expiresAt: run(key('expiresAt')),
 };
-const IDENTITY = { name: key('name', true), source: key('source'), boundTokens: key('boundTokens'), claimedTokens: key('claimedTokens'), isMismatch: key('isMismatch') };
+const IDENTITY = {
+  name: run(key('name', true)), source: run(key('source')), boundTokens: run(key('boundTokens')), claimedTokens: run(key('claimedTokens')),
+  isMismatch: run(key('isMismatch')),
+};
 const PACING = {
-  delayMs: key('delayMs', true), waitedMs: key('waitedMs'), queueLength: key('queueLength'), identityQueueLength: key('identityQueueLength'),
-  limit: key('limit'), retryAfterSeconds: key('retryAfterSeconds'),
+  waitedMs: run(key('waitedMs')), queueLength: run(key('queueLength')), identityQueueLength: run(key('identityQueueLength')),
+  limit: run(key('limit')), retryAfterSeconds: run(key('retryAfterSeconds')),
 };
-const UPSTREAM = { status: [key('status', true), key('status')], error: [key('error', true), key('error')], timedOut: [key('timedOut', true), key('timedOut')] } as const;
-const EMPTY_OBJECT = utf8Bytes('{}');
+const UPSTREAM = {
+  status: [run(key('status', true)), run(key('status'))], error: [run(key('error', true)), run(key('error'))],
+  timedOut: [run(key('timedOut', true)), run(key('timedOut'))],
+} as const;
+const EMPTY_OBJECT = run('{}');
 const CLOSE_OBJECT = 0x7d;
+const COMMA = 0x2c;
 
 /** Names listed under `truncated`, as toAccessLogRecord lists them. */
 const CUT = {
@@ -119,15 +188,20 @@ function wholeMsOrNull(out: LineBuffer, ms: number | null): void {
   out.numberOrNull(ms === null ? null : Math.round(ms));
 }
 
-function rule(out: LineBuffer, value: MatchedRule | null): void {
-  if (value === null) return out.null();
-  out.bytes(RULE.kind);
-  out.string(value.kind);
-  out.bytes(RULE.pattern);
+/** `,"rule":` and the rule (or null), then `,"crawlDelaySeconds":`. */
+function ruleThenDelayKey(out: LineBuffer, value: MatchedRule | null): void {
+  if (value === null) return out.constant(D.ruleNull);
+  const kindRun = RULE_KIND_PATTERN.get(value.kind);
+  if (kindRun !== undefined) out.constant(kindRun);
+  else {
+    out.constant(RULE.kind);
+    out.string(value.kind);
+    out.constant(RULE.pattern);
+  }
   if (out.string(value.pattern, L.otherChars)) truncated.push(CUT.rulePattern);
-  out.bytes(RULE.line);
+  out.constant(RULE.line);
   out.number(value.line);
-  out.byte(CLOSE_OBJECT);
+  out.constant(RULE.end);
 }
 
 /** A snapshot's logged object as bytes, with the values it was encoded from. */
@@ -172,68 +246,70 @@ function isSameSnapshot(a: SnapshotInfo, b: SnapshotInfo): boolean {
 }
 
 function encodeSnapshot(out: LineBuffer, value: SnapshotInfo): void {
-  out.bytes(SNAPSHOT.url);
+  out.constant(SNAPSHOT.url);
   if (out.string(value.url, L.otherChars)) truncated.push(CUT.snapshotUrl);
-  out.bytes(SNAPSHOT.state);
+  out.constant(SNAPSHOT.state);
   out.string(value.state);
   if (value.status !== undefined) {
-    out.bytes(SNAPSHOT.status);
+    out.constant(SNAPSHOT.status);
     out.number(value.status);
   }
   if (value.error !== undefined) {
-    out.bytes(SNAPSHOT.error);
+    out.constant(SNAPSHOT.error);
     out.string(value.error);
   }
-  out.bytes(SNAPSHOT.fetchedAtMs);
+  out.constant(SNAPSHOT.fetchedAtMs);
   out.number(value.fetchedAtMs);
-  out.bytes(SNAPSHOT.expiresAtMs);
+  out.constant(SNAPSHOT.expiresAtMs);
   out.number(value.expiresAtMs);
-  out.bytes(SNAPSHOT.bytes);
+  out.constant(SNAPSHOT.bytes);
   out.number(value.bytes);
-  out.bytes(SNAPSHOT.truncated);
+  out.constant(SNAPSHOT.truncated);
   out.boolean(value.truncated);
-  out.bytes(SNAPSHOT.fetchedAt);
+  out.constant(SNAPSHOT.fetchedAt);
   isoFetchedAt(out, value.fetchedAtMs);
-  out.bytes(SNAPSHOT.expiresAt);
+  out.constant(SNAPSHOT.expiresAt);
   isoExpiresAt(out, value.expiresAtMs);
   out.byte(CLOSE_OBJECT);
 }
 
+/** `,"identity":` and the identity, or null. */
 function identity(out: LineBuffer, value: DecisionIdentity | null): void {
-  if (value === null) return out.null();
-  out.bytes(IDENTITY.name);
+  if (value === null) return out.constant(D.identityNull);
+  out.constant(D.identity);
+  out.constant(IDENTITY.name);
   out.string(value.name);
-  out.bytes(IDENTITY.source);
+  out.constant(IDENTITY.source);
   out.string(value.source);
-  out.bytes(IDENTITY.boundTokens);
+  out.constant(IDENTITY.boundTokens);
   out.strings(value.boundTokens);
-  out.bytes(IDENTITY.claimedTokens);
+  out.constant(IDENTITY.claimedTokens);
   out.strings(value.claimedTokens);
-  out.bytes(IDENTITY.isMismatch);
+  out.constant(IDENTITY.isMismatch);
   out.boolean(value.isMismatch);
   out.byte(CLOSE_OBJECT);
 }
 
 /** The pacing facts, `waitedMs` in whole ms (as toAccessLogRecord logs it). */
 function pacing(out: LineBuffer, value: PacingFacts): void {
-  out.bytes(PACING.delayMs);
+  out.constant(D.pacing);
   out.number(value.delayMs);
-  out.bytes(PACING.waitedMs);
+  out.constant(PACING.waitedMs);
   out.number(Math.round(value.waitedMs));
   if (value.queueLength !== undefined) {
-    out.bytes(PACING.queueLength);
+    out.constant(PACING.queueLength);
     out.number(value.queueLength);
   }
   if (value.identityQueueLength !== undefined) {
-    out.bytes(PACING.identityQueueLength);
+    out.constant(PACING.identityQueueLength);
     out.number(value.identityQueueLength);
   }
   if (value.limit !== undefined) {
-    out.bytes(PACING.limit);
+    out.constant(PACING.limit);
     out.string(value.limit);
   }
   if (value.retryAfterSeconds !== undefined) {
-    out.bytes(PACING.retryAfterSeconds);
+    out.constant(PACING.retryAfterSeconds);
     out.number(value.retryAfterSeconds);
   }
   out.byte(CLOSE_OBJECT);
@@ -242,82 +318,95 @@ function pacing(out: LineBuffer, value: PacingFacts): void {
 function upstream(out: LineBuffer, value: UpstreamFacts): void {
   let isFirst = 1;
   if (value.status !== undefined) {
-    out.bytes(UPSTREAM.status[1 - isFirst] as Uint8Array);
+    out.constant(UPSTREAM.status[1 - isFirst] as ConstantBytes);
     out.number(value.status);
     isFirst = 0;
   }
   if (value.error !== undefined) {
-    out.bytes(UPSTREAM.error[1 - isFirst] as Uint8Array);
+    out.constant(UPSTREAM.error[1 - isFirst] as ConstantBytes);
     out.string(value.error);
     isFirst = 0;
   }
   if (value.timedOut !== undefined) {
-    out.bytes(UPSTREAM.timedOut[1 - isFirst] as Uint8Array);
+    out.constant(UPSTREAM.timedOut[1 - isFirst] as ConstantBytes);
     out.boolean(value.timedOut);
     isFirst = 0;
   }
-  if (isFirst === 1) out.bytes(EMPTY_OBJECT);
+  if (isFirst === 1) out.constant(EMPTY_OBJECT);
   else out.byte(CLOSE_OBJECT);
 }
 
-/** The Decision as toLoggedDecision logs it: capped values, ISO snapshot times. */
+/** Items of a JSON array of strings, comma-separated (the brackets are in the runs around). */
+function stringItems(out: LineBuffer, values: readonly string[]): void {
+  for (let i = 0; i < values.length; i++) {
+    if (i > 0) out.byte(COMMA);
+    out.string(values[i] as string);
+  }
+}
+
+/** The Decision as toLoggedDecision logs it, after `{"verdict":`: capped values, ISO snapshot times; its closing brace excluded. */
 function decision(out: LineBuffer, d: AccessEntry['decision']): void {
-  out.bytes(D.verdict);
-  out.string(d.verdict);
-  out.bytes(D.reason);
-  out.string(d.reason);
-  out.bytes(D.origin);
+  const verdictRun = VERDICT_REASON.get(d.verdict);
+  if (verdictRun !== undefined) out.constant(verdictRun);
+  else {
+    out.string(d.verdict);
+    out.constant(D.reason);
+  }
+  const reasonRun = REASON_ORIGIN.get(d.reason);
+  if (reasonRun !== undefined) out.constant(reasonRun);
+  else {
+    out.string(d.reason);
+    out.constant(D.origin);
+  }
   if (out.string(d.origin, L.urlChars)) truncated.push(CUT.origin);
-  out.bytes(D.path);
+  out.constant(D.path);
   if (out.string(d.path, L.urlChars)) truncated.push(CUT.path);
-  out.bytes(D.productToken);
-  if (out.stringOrNull(d.productToken, L.productTokenChars)) truncated.push(CUT.productToken);
-  out.bytes(D.agentTokens);
-  out.strings(d.agentTokens);
-  out.bytes(D.group);
+  if (d.productToken === null) out.constant(D.productTokenNull);
+  else {
+    out.constant(D.productToken);
+    if (out.string(d.productToken, L.productTokenChars)) truncated.push(CUT.productToken);
+    out.constant(D.agentTokens);
+  }
+  stringItems(out, d.agentTokens);
+  out.constant(D.group);
   if (out.stringOrNull(d.group, L.otherChars)) truncated.push(CUT.group);
-  out.bytes(D.rule);
-  rule(out, d.rule);
-  out.bytes(D.crawlDelaySeconds);
-  out.numberOrNull(d.crawlDelaySeconds);
-  out.bytes(D.snapshot);
+  ruleThenDelayKey(out, d.rule);
+  if (d.crawlDelaySeconds === null) out.constant(D.crawlDelayNullSnapshot);
+  else {
+    out.number(d.crawlDelaySeconds);
+    out.constant(D.snapshot);
+  }
   snapshot(out, d.snapshot);
-  out.bytes(D.identity);
   identity(out, d.identity);
   // The operator policy rule (a name and a closed-set action) and the would-deny reason (closed set).
   if (d.policy !== undefined) {
-    out.bytes(D.policy);
-    out.bytes(POLICY.rule);
+    out.constant(D.policy);
     out.string(d.policy.rule);
-    out.bytes(POLICY.action);
+    out.constant(D.policyAction);
     out.string(d.policy.action);
     out.byte(CLOSE_OBJECT);
   }
   if (d.wouldDeny !== undefined) {
-    out.bytes(D.wouldDeny);
+    out.constant(D.wouldDeny);
     out.string(d.wouldDeny);
   }
   if (d.detail !== undefined) {
-    out.bytes(D.detail);
+    out.constant(D.detail);
     if (out.string(d.detail, L.otherChars)) truncated.push(CUT.detail);
   }
   if (d.proxyAuthenticate !== undefined) {
-    out.bytes(D.proxyAuthenticate);
+    out.constant(D.proxyAuthenticate);
     out.string(d.proxyAuthenticate);
   }
   if (d.retryAfterSeconds !== undefined) {
-    out.bytes(D.retryAfterSeconds);
+    out.constant(D.retryAfterSeconds);
     out.number(d.retryAfterSeconds);
   }
-  if (d.pacing !== undefined) {
-    out.bytes(D.pacing);
-    pacing(out, d.pacing);
-  }
+  if (d.pacing !== undefined) pacing(out, d.pacing);
   if (d.upstream !== undefined) {
-    out.bytes(D.upstream);
+    out.constant(D.upstream);
     upstream(out, d.upstream);
   }
-  out.byte(CLOSE_OBJECT);
 }
 
 /**
@@ -334,68 +423,88 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
   const { request, timings, response, productTokens } = entry;
   const tokenCount = Math.min(productTokens.length, L.productTokens);
   if (productTokens.length > L.productTokens) truncated.push(CUT.productTokens);
-  out.bytes(LINE_START);
+  out.constant(LINE_START);
   isoTime(out, nowMs);
   if (bindings !== lastBindings) {
     lastBindings = bindings;
     lastBindingsBytes = utf8Bytes(bindings);
   }
   out.bytes(lastBindingsBytes);
-  out.bytes(K.requestId);
+  out.constant(K.requestId);
   out.string(entry.requestId);
-  out.bytes(K.clientRequestId);
-  if (out.stringOrNull(request.clientRequestId ?? null, L.clientRequestIdChars)) truncated.push(CUT.clientRequestId);
-  out.bytes(K.startedAt);
+  const clientRequestId = request.clientRequestId ?? null;
+  if (clientRequestId === null) out.constant(K.clientRequestIdNull);
+  else {
+    out.constant(K.clientRequestId);
+    if (out.string(clientRequestId, L.clientRequestIdChars)) truncated.push(CUT.clientRequestId);
+    out.constant(K.startedAt);
+  }
   isoStartedAt(out, entry.startedAtMs);
-  out.bytes(K.clientAddress);
+  out.constant(K.clientAddress);
   out.string(entry.client.address);
-  out.bytes(K.clientPort);
+  out.constant(K.clientPort);
   out.number(entry.client.port);
-  out.bytes(K.identity);
-  out.stringOrNull(entry.identity ?? null);
-  out.bytes(K.userAgent);
+  const identity = entry.identity ?? null;
+  if (identity === null) out.constant(K.identityNull);
+  else {
+    out.constant(K.identity);
+    out.string(identity);
+    out.constant(K.userAgent);
+  }
   if (out.stringOrNull(request.userAgent, L.userAgentChars)) truncated.push(CUT.userAgent);
-  out.bytes(K.productTokens);
-  out.byte(0x5b);
+  out.constant(K.productTokens);
   for (let i = 0; i < tokenCount; i++) {
-    if (i > 0) out.byte(0x2c);
+    if (i > 0) out.byte(COMMA);
     if (out.string(productTokens[i] as string, L.productTokenChars)) truncated.push(`${CUT.productTokens}.${i}`);
   }
-  out.byte(0x5d);
-  out.bytes(K.method);
-  if (out.string(request.method, L.methodChars)) truncated.push(CUT.method);
-  out.bytes(K.url);
+  out.constant(K.method);
+  const methodRun = METHOD_URL.get(request.method);
+  if (methodRun !== undefined) out.constant(methodRun);
+  else {
+    if (out.string(request.method, L.methodChars)) truncated.push(CUT.method);
+    out.constant(K.url);
+  }
   if (out.string(request.url, L.urlChars)) truncated.push(CUT.url);
-  out.bytes(K.via);
-  out.string(request.via);
-  out.bytes(K.status);
+  const viaRun = VIA_STATUS.get(request.via);
+  if (viaRun !== undefined) out.constant(viaRun);
+  else {
+    out.constant(K.via);
+    out.string(request.via);
+    out.constant(K.status);
+  }
   out.number(response.status);
-  out.bytes(K.upstreamStatus);
+  out.constant(K.upstreamStatus);
   out.numberOrNull(response.upstreamStatus);
-  out.bytes(K.bytesSent);
+  out.constant(K.bytesSent);
   out.number(response.bytesSent);
-  out.bytes(K.bytesReceived);
+  out.constant(K.bytesReceived);
   out.number(response.bytesReceived);
-  out.bytes(K.clientAborted);
-  out.boolean(response.clientAborted);
-  out.bytes(K.queueWaitMs);
+  if (response.clientAborted === false) out.constant(K.clientAbortedFalse);
+  else if (response.clientAborted === true) out.constant(K.clientAbortedTrue);
+  else {
+    out.constant(K.clientAborted);
+    out.boolean(response.clientAborted);
+    out.constant(K.queueWaitMs);
+  }
   wholeMsOrNull(out, timings.queueWaitMs);
-  out.bytes(K.upstreamMs);
+  out.constant(K.upstreamMs);
   wholeMsOrNull(out, timings.upstreamMs);
-  out.bytes(K.upstreamStartedAt);
+  out.constant(K.upstreamStartedAt);
   if (timings.upstreamStartedAtMs == null) out.null();
   else isoUpstreamStartedAt(out, timings.upstreamStartedAtMs);
-  out.bytes(K.durationMs);
+  out.constant(K.durationMs);
   out.number(Math.round(timings.durationMs));
-  out.bytes(K.error);
-  if (out.stringOrNull(entry.error, L.errorChars)) truncated.push(CUT.error);
-  out.bytes(K.decision);
-  decision(out, entry.decision);
-  if (truncated.length > 0) {
-    out.bytes(K.truncated);
-    out.strings(truncated);
+  if (entry.error === null) out.constant(K.errorNull);
+  else {
+    out.constant(K.error);
+    if (out.string(entry.error, L.errorChars)) truncated.push(CUT.error);
+    out.constant(K.decision);
   }
-  out.bytes(LINE_END);
+  decision(out, entry.decision);
+  if (truncated.length === 0) return out.constant(DECISION_END_LINE_END);
+  out.constant(K.truncated);
+  out.strings(truncated);
+  out.constant(LINE_END);
 }
 
 /**

@@ -21,14 +21,43 @@ SHORT_ESCAPE[0x0d] = 0x72;
 const HEX = new Uint8Array([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66]);
 /** Up to this many bytes, {@link LineBuffer.bytes} copies by a loop; past it, by `set`. */
 const SHORT_BYTES = 6;
-const NULL_BYTES = new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]);
-const TRUE_BYTES = new Uint8Array([0x74, 0x72, 0x75, 0x65]);
-const FALSE_BYTES = new Uint8Array([0x66, 0x61, 0x6c, 0x73, 0x65]);
+/** 1 for each ASCII code JSON.stringify writes as it is (not a control character, `"` or `\\`), by code. */
+const PLAIN = new Uint8Array(0x80);
+for (let c = 0x20; c < 0x80; c++) PLAIN[c] = c === QUOTE || c === BACKSLASH ? 0 : 1;
 
-/** UTF-8 bytes of a text known at startup (keys, punctuation): written with {@link LineBuffer.bytes}. */
+/** UTF-8 bytes of a text known at startup (a logger's bindings): written with {@link LineBuffer.bytes}. */
 export function utf8Bytes(text: string): Uint8Array {
   return new Uint8Array(Buffer.from(text, 'utf8'));
 }
+
+/**
+ * Bytes known at startup (a key with its punctuation, or a run of keys and
+ * fixed values such as `,"clientAborted":false,"queueWaitMs":`), kept as
+ * little-endian 32-bit words: {@link LineBuffer.constant} copies them four
+ * bytes per store, without a call (a `TypedArray#set` per key was a quarter
+ * of the encoder's time, bench/PROFILE.md "The access line, session 19").
+ */
+export class ConstantBytes {
+  /** The UTF-8 bytes, zero-padded to a whole number of words; byte `i` is bits `8 * (i % 4)` up of word `i >> 2`. */
+  readonly words: Int32Array;
+  /** The constant's length in bytes (the padding excluded). */
+  readonly byteLength: number;
+  /** The text, for tests and debugging. */
+  readonly text: string;
+
+  /** @param text the bytes' text, encoded as UTF-8. */
+  constructor(text: string) {
+    const bytes = Buffer.from(text, 'utf8');
+    this.text = text;
+    this.byteLength = bytes.length;
+    this.words = new Int32Array(Math.ceil(bytes.length / 4));
+    for (let i = 0; i < bytes.length; i++) this.words[i >> 2] = (this.words[i >> 2] as number) | ((bytes[i] as number) << (8 * (i & 3)));
+  }
+}
+
+const NULL_BYTES = new ConstantBytes('null');
+const TRUE_BYTES = new ConstantBytes('true');
+const FALSE_BYTES = new ConstantBytes('false');
 
 /**
  * The bytes of lines being built and waiting, `buf[0, length)`. Writers append
@@ -38,12 +67,15 @@ export function utf8Bytes(text: string): Uint8Array {
 export class LineBuffer {
   /** The storage; replaced when it grows, so read it after writing. */
   buf: Buffer;
+  /** A view of {@link buf} for word stores ({@link constant}); replaced with it. */
+  #view: DataView;
   /** Bytes used, from 0. */
   length = 0;
 
   /** @param capacity initial size in bytes. */
   constructor(capacity: number) {
     this.buf = Buffer.allocUnsafe(capacity);
+    this.#view = viewOf(this.buf);
   }
 
   /** Makes room for `bytes` more bytes after {@link length}. */
@@ -55,12 +87,34 @@ export class LineBuffer {
     const next = Buffer.allocUnsafe(capacity);
     this.buf.copy(next, 0, 0, this.length);
     this.buf = next;
+    this.#view = viewOf(next);
   }
 
   /** Drops the content and, when it grew past `capacity` bytes, goes back to that size. */
   reset(capacity: number): void {
     this.length = 0;
-    if (this.buf.length > capacity) this.buf = Buffer.allocUnsafe(capacity);
+    if (this.buf.length > capacity) {
+      this.buf = Buffer.allocUnsafe(capacity);
+      this.#view = viewOf(this.buf);
+    }
+  }
+
+  /**
+   * Appends a {@link ConstantBytes}: one 32-bit store per four bytes (the last
+   * word's padding lands past {@link length}, inside the capacity, and is
+   * overwritten by what follows).
+   */
+  constant(value: ConstantBytes): void {
+    const words = value.words;
+    const n = words.length;
+    this.ensure(n * 4);
+    const view = this.#view;
+    let p = this.length;
+    for (let i = 0; i < n; i++) {
+      view.setInt32(p, words[i] as number, true);
+      p += 4;
+    }
+    this.length += value.byteLength;
   }
 
   /**
@@ -96,14 +150,14 @@ export class LineBuffer {
 
   /** Appends `true` or `false` (`String(value)` for any other value, as a template literal writes it). */
   boolean(value: boolean): void {
-    if (value === true) this.bytes(TRUE_BYTES);
-    else if (value === false) this.bytes(FALSE_BYTES);
+    if (value === true) this.constant(TRUE_BYTES);
+    else if (value === false) this.constant(FALSE_BYTES);
     else this.utf8(`${value as unknown as string}`);
   }
 
   /** Appends `null`. */
   null(): void {
-    this.bytes(NULL_BYTES);
+    this.constant(NULL_BYTES);
   }
 
   /** Appends a number as JSON.stringify writes it: `null` for NaN and ±Infinity, `0` for -0. */
@@ -161,39 +215,14 @@ export class LineBuffer {
     const buf = this.buf;
     let p = this.length;
     buf[p++] = QUOTE;
-    for (let i = 0; i < end; i++) {
+    // The common case, one table look-up per character: ASCII that needs no escape.
+    let i = 0;
+    for (; i < end; i++) {
       const c = text.charCodeAt(i);
-      if (c < 0x80) {
-        if (c >= 0x20 && c !== QUOTE && c !== BACKSLASH) {
-          buf[p++] = c;
-        } else {
-          buf[p++] = BACKSLASH;
-          if (c >= 0x20) buf[p++] = c;
-          else if (SHORT_ESCAPE[c] !== 0) buf[p++] = SHORT_ESCAPE[c] as number;
-          else p = unicodeEscape(buf, p, c);
-        }
-      } else if (c < 0x800) {
-        buf[p++] = 0xc0 | (c >> 6);
-        buf[p++] = 0x80 | (c & 0x3f);
-      } else if (c < 0xd800 || c > 0xdfff) {
-        buf[p++] = 0xe0 | (c >> 12);
-        buf[p++] = 0x80 | ((c >> 6) & 0x3f);
-        buf[p++] = 0x80 | (c & 0x3f);
-      } else {
-        const next = i + 1 < end ? text.charCodeAt(i + 1) : 0;
-        if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-          const point = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
-          buf[p++] = 0xf0 | (point >> 18);
-          buf[p++] = 0x80 | ((point >> 12) & 0x3f);
-          buf[p++] = 0x80 | ((point >> 6) & 0x3f);
-          buf[p++] = 0x80 | (point & 0x3f);
-          i++;
-        } else {
-          buf[p++] = BACKSLASH;
-          p = unicodeEscape(buf, p, c);
-        }
-      }
+      if (c >= 0x80 || PLAIN[c] === 0) break;
+      buf[p++] = c;
     }
+    if (i < end) p = escapedRest(buf, p, text, i, end);
     buf[p++] = QUOTE;
     this.length = p;
     return isCut;
@@ -217,6 +246,53 @@ export class LineBuffer {
     }
     this.byte(0x5d);
   }
+}
+
+/**
+ * Writes `text[from, end)` as JSON.stringify escapes it, as UTF-8, at `at` (room for 6 bytes a unit
+ * assumed): escapes, non-ASCII, surrogate pairs, lone surrogates as `\udXXX`. @returns the position after it.
+ */
+function escapedRest(buf: Buffer, at: number, text: string, from: number, end: number): number {
+  let p = at;
+  for (let i = from; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) {
+      if (c >= 0x20 && c !== QUOTE && c !== BACKSLASH) {
+        buf[p++] = c;
+      } else {
+        buf[p++] = BACKSLASH;
+        if (c >= 0x20) buf[p++] = c;
+        else if (SHORT_ESCAPE[c] !== 0) buf[p++] = SHORT_ESCAPE[c] as number;
+        else p = unicodeEscape(buf, p, c);
+      }
+    } else if (c < 0x800) {
+      buf[p++] = 0xc0 | (c >> 6);
+      buf[p++] = 0x80 | (c & 0x3f);
+    } else if (c < 0xd800 || c > 0xdfff) {
+      buf[p++] = 0xe0 | (c >> 12);
+      buf[p++] = 0x80 | ((c >> 6) & 0x3f);
+      buf[p++] = 0x80 | (c & 0x3f);
+    } else {
+      const next = i + 1 < end ? text.charCodeAt(i + 1) : 0;
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        const point = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
+        buf[p++] = 0xf0 | (point >> 18);
+        buf[p++] = 0x80 | ((point >> 12) & 0x3f);
+        buf[p++] = 0x80 | ((point >> 6) & 0x3f);
+        buf[p++] = 0x80 | (point & 0x3f);
+        i++;
+      } else {
+        buf[p++] = BACKSLASH;
+        p = unicodeEscape(buf, p, c);
+      }
+    }
+  }
+  return p;
+}
+
+/** A DataView of a buffer's bytes. */
+function viewOf(buf: Buffer): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.length);
 }
 
 /** Writes the decimal digits of an integer in [0, 2^31) at `at`. @returns the position after them. */

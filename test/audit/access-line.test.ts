@@ -336,6 +336,44 @@ describe('encodeAccessLine', () => {
     );
   });
 
+  it('writes JSON.stringify(toAccessLogRecord(entry)) between pino\'s head and msg, for any entry, with any value in the fields the encoder copies as runs', () => {
+    // method, via, verdict, reason and the rule's kind are copied as pre-encoded runs when they are the usual values;
+    // any other string (outside their types too) takes the generic path, which must give the same bytes.
+    const closedOrAny = <T extends string>(values: readonly T[]): fc.Arbitrary<string> => fc.oneof(fc.constantFrom(...values), text);
+    const anyRunEntry = fc
+      .record({
+        entry: anyEntry,
+        method: closedOrAny(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT', 'get', 'GET ']),
+        via: closedOrAny(['http', 'https-intercepted', 'http-tunnelled', 'connect']),
+        verdict: closedOrAny(['allow', 'deny']),
+        reason: closedOrAny(DECISION_REASONS),
+        ruleKind: closedOrAny(['allow', 'disallow']),
+        url: text,
+        clientAborted: fc.boolean(),
+      })
+      .map(({ entry, method, via, verdict, reason, ruleKind, url, clientAborted }) => ({
+        ...entry,
+        request: { ...entry.request, method, url, via: via as AccessEntry['request']['via'] },
+        response: { ...entry.response, clientAborted },
+        decision: {
+          ...entry.decision,
+          verdict: verdict as Decision['verdict'],
+          reason: reason as Decision['reason'],
+          rule: entry.decision.rule === null ? null : { ...entry.decision.rule, kind: ruleKind as MatchedRule['kind'] },
+        },
+      }));
+    fc.assert(
+      fc.property(anyRunEntry, anyNowMs, (entry, nowMs) => {
+        const out = new LineBuffer(32);
+        encodeAccessLine(out, entry, ',"pid":1', nowMs);
+        const fields = JSON.stringify(toAccessLogRecord(entry)).slice(1, -1);
+        const expected = `{"level":"info","time":${JSON.stringify(createIsoFormatter()(nowMs))},"pid":1,${fields},"msg":"request"}\n`;
+        assert.equal(out.buf.toString('latin1', 0, out.length), Buffer.from(expected, 'utf8').toString('latin1'));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   it('writes JSON.stringify of the record toAccessLogRecord builds, caps and truncated list included, in hand-picked entries', () => {
     const long = (unit: string, n: number): string => unit.repeat(n);
     const entries: AccessEntry[] = [];
