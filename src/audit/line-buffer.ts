@@ -21,6 +21,15 @@ SHORT_ESCAPE[0x0d] = 0x72;
 const HEX = new Uint8Array([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66]);
 /** Up to this many bytes, {@link LineBuffer.bytes} copies by a loop; past it, by `set`. */
 const SHORT_BYTES = 6;
+/**
+ * Buffer#write's native UTF-8 writer, called without Buffer#write's argument checks (a tenth of the
+ * encoder's time): `utf8Write(text, offset, maxBytes)` → bytes written. Not in Node's typings, but on
+ * Buffer.prototype in every Node the project supports (engines: >= 20.12).
+ */
+type NativeWrites = Buffer & { utf8Write(text: string, offset: number, maxBytes: number): number };
+
+/** From this many UTF-16 units on, {@link LineBuffer.string} writes natively then checks the bytes (shorter: a JS loop is cheaper than the call). */
+const NATIVE_MIN_CHARS = 16;
 /** 1 for each ASCII code JSON.stringify writes as it is (not a control character, `"` or `\\`), by code. */
 const PLAIN = new Uint8Array(0x80);
 for (let c = 0x20; c < 0x80; c++) PLAIN[c] = c === QUOTE || c === BACKSLASH ? 0 : 1;
@@ -215,7 +224,12 @@ export class LineBuffer {
     const buf = this.buf;
     let p = this.length;
     buf[p++] = QUOTE;
-    // The common case, one table look-up per character: ASCII that needs no escape.
+    if (end >= NATIVE_MIN_CHARS && end === text.length && this.#wrotePlain(text, p)) {
+      buf[p + end] = QUOTE;
+      this.length = p + end + 1;
+      return isCut;
+    }
+    // One table look-up per character while it is ASCII that needs no escape.
     let i = 0;
     for (; i < end; i++) {
       const c = text.charCodeAt(i);
@@ -226,6 +240,30 @@ export class LineBuffer {
     buf[p++] = QUOTE;
     this.length = p;
     return isCut;
+  }
+
+  /**
+   * Writes `text` at `at` with Buffer#write's native UTF-8 writer (any string representation), then checks the
+   * bytes, four at a time: true when they are all ASCII that JSON.stringify writes as it is (then they
+   * are the string's JSON body); false otherwise (the caller writes it again, escaping, over them).
+   */
+  #wrotePlain(text: string, at: number): boolean {
+    // Room for all of it (never text.length: a cut after a 2-byte character would pass the check below).
+    const n = (this.buf as NativeWrites).utf8Write(text, at, this.buf.length - at);
+    if (n !== text.length) return false; // a non-ASCII character took more than a byte
+    const view = this.#view;
+    let i = 0;
+    let bad = 0;
+    for (; i + 4 <= n; i += 4) {
+      // Per byte, a high bit left when it is < 0x20, '"' or '\\' (and, harmlessly, in some bytes above one that is).
+      const w = view.getInt32(at + i, true);
+      const quote = w ^ 0x22222222;
+      const backslash = w ^ 0x5c5c5c5c;
+      bad |= ((w - 0x20202020) | (quote - 0x01010101) | (backslash - 0x01010101)) & ~(w & quote & backslash) & 0x80808080;
+    }
+    const buf = this.buf;
+    for (; i < n; i++) bad |= 1 - (PLAIN[buf[at + i] as number] as number);
+    return bad === 0;
   }
 
   /** Appends a string (see {@link string}) or `null`. @returns true when the text was cut. */
