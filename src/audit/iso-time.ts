@@ -63,9 +63,10 @@ export function createIsoWriter(): IsoWriter {
       out.string(slowIso(ms));
       return;
     }
+    // Whole seconds by a division of the whole ms (a float `%` is a C call in optimised code).
     const whole = Math.trunc(ms);
-    const milli = whole % 1000;
-    const secondMs = whole - milli;
+    const secondMs = Math.floor(whole / 1000) * 1000;
+    const milli = whole - secondMs;
     if (secondMs !== cachedSecondMs) {
       const text = new Date(secondMs).toISOString();
       for (let i = 0; i < 20; i++) prefix[i + 1] = text.charCodeAt(i);

@@ -519,6 +519,21 @@ describe('createIsoWriter', () => {
     const write = createIsoWriter();
     const format = createIsoFormatter();
     const ms = fc.oneof(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.double({ min: -1e16, max: 1e16 }), fc.constantFrom(0, 999, 253_402_300_799_999, 253_402_300_800_000, NaN, -0.5));
+    // The largest double below a whole second: its second and its 999 ms, not the next second (no rounding up).
+    const below = (value: number): number => {
+      const bits = new Float64Array([value]);
+      new BigInt64Array(bits.buffer)[0]! -= 1n;
+      return bits[0]!;
+    };
+    const nearSecond = fc.integer({ min: 1, max: 4_102_444_800 }).map((s) => below(s * 1000));
+    fc.assert(
+      fc.property(nearSecond, (value) => {
+        const out = new LineBuffer(1);
+        write(out, value);
+        assert.equal(out.buf.toString('latin1', 0, out.length), JSON.stringify(format(value)), String(value));
+      }),
+      { numRuns: 300 },
+    );
     fc.assert(
       fc.property(fc.array(ms, { minLength: 1, maxLength: 20 }), (values) => {
         for (const value of values) {
