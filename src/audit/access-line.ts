@@ -69,9 +69,19 @@ void KEY_LISTS_ARE_COMPLETE;
 const key = (name: string, first = false): string => `${first ? '{' : ','}${JSON.stringify(name)}:`;
 /** Bytes written as they are, from their text (see {@link ConstantBytes}). */
 const run = (text: string): ConstantBytes => new ConstantBytes(text);
-/** The run for each value of a closed set: `"<value>"` then `after` (a value outside the set has none: the caller writes it generically). */
-const runsOf = (values: readonly string[], before: string, after: string): Map<string, ConstantBytes> =>
-  new Map(values.map((value) => [value, run(`${before}${JSON.stringify(value)}${after}`)]));
+/** The runs of a value that is usually one of a closed set, with the keys around it (see {@link closedValue}). */
+interface ClosedRuns {
+  /** `before`, `"<value>"` and `after` in one run, for each value of the set. */
+  readonly byValue: ReadonlyMap<string, ConstantBytes>;
+  /** For any other value, written before and after its string. */
+  readonly before: ConstantBytes | undefined;
+  readonly after: ConstantBytes;
+}
+const runsOf = (values: readonly string[], before: string, after: string): ClosedRuns => ({
+  byValue: new Map(values.map((value) => [value, run(`${before}${JSON.stringify(value)}${after}`)])),
+  before: before === '' ? undefined : run(before),
+  after: run(after),
+});
 
 // The line's constant bytes, in runs: each key with the punctuation around it and, where a value comes
 // from a closed set or is null, with that value and the next key (one copy instead of three writes).
@@ -91,9 +101,6 @@ const K = {
   userAgent: run(key(F.userAgent)),
   productTokens: run(`${key(F.productTokens)}[`),
   method: run(`]${key(F.method)}`),
-  url: run(key(F.url)),
-  via: run(key(F.via)),
-  status: run(key(F.status)),
   upstreamStatus: run(key(F.upstreamStatus)),
   bytesSent: run(key(F.bytesSent)),
   bytesReceived: run(key(F.bytesReceived)),
@@ -109,15 +116,13 @@ const K = {
   decision: run(`${key(F.decision)}${key('verdict', true)}`),
   truncated: run(`}${key(F.truncated)}`),
 };
-/** `"GET","url":` for the methods of nearly every request (any other is written as a string). */
+/** `"GET","url":` for the methods of nearly every request. */
 const METHOD_URL = runsOf(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT'], '', key(F.url));
 /** `,"via":"http","status":` for each `via`. */
 const VIA_STATUS = runsOf(['http', 'https-intercepted', 'http-tunnelled', 'connect'], key(F.via), key(F.status));
 const VERDICT_REASON = runsOf(['allow', 'deny'] satisfies Verdict[], '', key('reason'));
 const REASON_ORIGIN = runsOf(DECISION_REASONS, '', key('origin'));
 const D = {
-  reason: run(key('reason')),
-  origin: run(key('origin')),
   path: run(key('path')),
   productToken: run(key('productToken')),
   productTokenNull: run(`${key('productToken')}null${key('agentTokens')}[`),
@@ -139,7 +144,7 @@ const D = {
   pacing: run(`${key('pacing')}${key('delayMs', true)}`),
   upstream: run(key('upstream')),
 };
-const RULE = { kind: run(`${key('rule')}${key('kind', true)}`), pattern: run(key('pattern')), line: run(key('line')), end: run(`}${key('crawlDelaySeconds')}`) };
+const RULE = { line: run(key('line')), end: run(`}${key('crawlDelaySeconds')}`) };
 /** `,"rule":{"kind":"allow","pattern":` for each kind. */
 const RULE_KIND_PATTERN = runsOf(['allow', 'disallow'] satisfies MatchedRule['kind'][], `${key('rule')}${key('kind', true)}`, key('pattern'));
 const SNAPSHOT = {
@@ -191,13 +196,7 @@ function wholeMsOrNull(out: LineBuffer, ms: number | null): void {
 /** `,"rule":` and the rule (or null), then `,"crawlDelaySeconds":`. */
 function ruleThenDelayKey(out: LineBuffer, value: MatchedRule | null): void {
   if (value === null) return out.constant(D.ruleNull);
-  const kindRun = RULE_KIND_PATTERN.get(value.kind);
-  if (kindRun !== undefined) out.constant(kindRun);
-  else {
-    out.constant(RULE.kind);
-    out.string(value.kind);
-    out.constant(RULE.pattern);
-  }
+  closedValue(out, value.kind, RULE_KIND_PATTERN);
   if (out.string(value.pattern, L.otherChars)) truncated.push(CUT.rulePattern);
   out.constant(RULE.line);
   out.number(value.line);
@@ -336,6 +335,32 @@ function upstream(out: LineBuffer, value: UpstreamFacts): void {
   else out.byte(CLOSE_OBJECT);
 }
 
+/**
+ * A nullable string field and the key after it: `nullRun` (`,"a":null,"b":`) when null, else `keyRun`, the
+ * string cut at `maxChars` UTF-16 units (`cut` listed under truncated when it was) and `nextKey`.
+ */
+function nullableStringThen(
+  out: LineBuffer, value: string | null, nullRun: ConstantBytes, keyRun: ConstantBytes, nextKey: ConstantBytes, maxChars = Infinity, cut = '',
+): void {
+  if (value === null) return out.constant(nullRun);
+  out.constant(keyRun);
+  if (out.string(value, maxChars)) truncated.push(cut);
+  out.constant(nextKey);
+}
+
+/**
+ * A value that is usually one of a closed set, with the keys around it: its run (one copy) or, for any
+ * other value, `runs.before`, the string cut at `maxChars` UTF-16 units (`cut` listed under truncated
+ * when it was) and `runs.after`.
+ */
+function closedValue(out: LineBuffer, value: string, runs: ClosedRuns, maxChars = Infinity, cut = ''): void {
+  const known = runs.byValue.get(value);
+  if (known !== undefined) return out.constant(known);
+  if (runs.before !== undefined) out.constant(runs.before);
+  if (out.string(value, maxChars)) truncated.push(cut);
+  out.constant(runs.after);
+}
+
 /** Items of a JSON array of strings, comma-separated (the brackets are in the runs around). */
 function stringItems(out: LineBuffer, values: readonly string[]): void {
   for (let i = 0; i < values.length; i++) {
@@ -346,27 +371,12 @@ function stringItems(out: LineBuffer, values: readonly string[]): void {
 
 /** The Decision as toLoggedDecision logs it, after `{"verdict":`: capped values, ISO snapshot times; its closing brace excluded. */
 function decision(out: LineBuffer, d: AccessEntry['decision']): void {
-  const verdictRun = VERDICT_REASON.get(d.verdict);
-  if (verdictRun !== undefined) out.constant(verdictRun);
-  else {
-    out.string(d.verdict);
-    out.constant(D.reason);
-  }
-  const reasonRun = REASON_ORIGIN.get(d.reason);
-  if (reasonRun !== undefined) out.constant(reasonRun);
-  else {
-    out.string(d.reason);
-    out.constant(D.origin);
-  }
+  closedValue(out, d.verdict, VERDICT_REASON);
+  closedValue(out, d.reason, REASON_ORIGIN);
   if (out.string(d.origin, L.urlChars)) truncated.push(CUT.origin);
   out.constant(D.path);
   if (out.string(d.path, L.urlChars)) truncated.push(CUT.path);
-  if (d.productToken === null) out.constant(D.productTokenNull);
-  else {
-    out.constant(D.productToken);
-    if (out.string(d.productToken, L.productTokenChars)) truncated.push(CUT.productToken);
-    out.constant(D.agentTokens);
-  }
+  nullableStringThen(out, d.productToken, D.productTokenNull, D.productToken, D.agentTokens, L.productTokenChars, CUT.productToken);
   stringItems(out, d.agentTokens);
   out.constant(D.group);
   if (out.stringOrNull(d.group, L.otherChars)) truncated.push(CUT.group);
@@ -432,25 +442,13 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
   out.bytes(lastBindingsBytes);
   out.constant(K.requestId);
   out.string(entry.requestId);
-  const clientRequestId = request.clientRequestId ?? null;
-  if (clientRequestId === null) out.constant(K.clientRequestIdNull);
-  else {
-    out.constant(K.clientRequestId);
-    if (out.string(clientRequestId, L.clientRequestIdChars)) truncated.push(CUT.clientRequestId);
-    out.constant(K.startedAt);
-  }
+  nullableStringThen(out, request.clientRequestId ?? null, K.clientRequestIdNull, K.clientRequestId, K.startedAt, L.clientRequestIdChars, CUT.clientRequestId);
   isoStartedAt(out, entry.startedAtMs);
   out.constant(K.clientAddress);
   out.string(entry.client.address);
   out.constant(K.clientPort);
   out.number(entry.client.port);
-  const identity = entry.identity ?? null;
-  if (identity === null) out.constant(K.identityNull);
-  else {
-    out.constant(K.identity);
-    out.string(identity);
-    out.constant(K.userAgent);
-  }
+  nullableStringThen(out, entry.identity ?? null, K.identityNull, K.identity, K.userAgent);
   if (out.stringOrNull(request.userAgent, L.userAgentChars)) truncated.push(CUT.userAgent);
   out.constant(K.productTokens);
   for (let i = 0; i < tokenCount; i++) {
@@ -458,20 +456,9 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
     if (out.string(productTokens[i] as string, L.productTokenChars)) truncated.push(`${CUT.productTokens}.${i}`);
   }
   out.constant(K.method);
-  const methodRun = METHOD_URL.get(request.method);
-  if (methodRun !== undefined) out.constant(methodRun);
-  else {
-    if (out.string(request.method, L.methodChars)) truncated.push(CUT.method);
-    out.constant(K.url);
-  }
+  closedValue(out, request.method, METHOD_URL, L.methodChars, CUT.method);
   if (out.string(request.url, L.urlChars)) truncated.push(CUT.url);
-  const viaRun = VIA_STATUS.get(request.via);
-  if (viaRun !== undefined) out.constant(viaRun);
-  else {
-    out.constant(K.via);
-    out.string(request.via);
-    out.constant(K.status);
-  }
+  closedValue(out, request.via, VIA_STATUS);
   out.number(response.status);
   out.constant(K.upstreamStatus);
   out.numberOrNull(response.upstreamStatus);
@@ -494,12 +481,7 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
   else isoUpstreamStartedAt(out, timings.upstreamStartedAtMs);
   out.constant(K.durationMs);
   out.number(Math.round(timings.durationMs));
-  if (entry.error === null) out.constant(K.errorNull);
-  else {
-    out.constant(K.error);
-    if (out.string(entry.error, L.errorChars)) truncated.push(CUT.error);
-    out.constant(K.decision);
-  }
+  nullableStringThen(out, entry.error, K.errorNull, K.error, K.decision, L.errorChars, CUT.error);
   decision(out, entry.decision);
   if (truncated.length === 0) return out.constant(DECISION_END_LINE_END);
   out.constant(K.truncated);
