@@ -12,12 +12,15 @@
  * ASYNC_PROBE_OUT.PID.json gets `{ requests, perRequest: { PROMISE: n, TickObject: n, ... } }`.
  * ASYNC_PROBE_STACKS=Immediate,Timeout adds, per type named, the creating stacks of its first
  * 2000 resources with their counts (`stacks`).
+ * ASYNC_PROBE_CLOCK=1 also counts the clock reads (`performance.now()`, `Date.now()`) per request as
+ * `clockReads`, and their call sites (the two frames above the clock's own) as `clockStacks`.
  * An enabled hook turns off some of V8's promise fast paths, so the process is slower while
  * probed; compare two builds both probed. Prints nothing; asserts nothing.
  */
 import { createHook } from 'node:async_hooks';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 
 const out = process.env.ASYNC_PROBE_OUT;
 const after = Number(process.env.ASYNC_PROBE_AFTER ?? 20_000);
@@ -29,6 +32,28 @@ const counts = Object.create(null);
 /** ASYNC_PROBE_STACKS=Immediate,Timeout: where resources of these types are created (stacks of the first 2000 of each, counted). */
 const stackTypes = new Set((process.env.ASYNC_PROBE_STACKS ?? '').split(',').filter(Boolean));
 const stacks = Object.create(null);
+
+/** ASYNC_PROBE_CLOCK=1: clock reads since counting began, by kind, and by call site. */
+const countClock = process.env.ASYNC_PROBE_CLOCK === '1';
+const clockReads = Object.create(null);
+const clockStacks = Object.create(null);
+let counting = false;
+/** Wraps `owner[name]` (a clock read) to count its calls once counting has begun. */
+function countCalls(owner, name, label) {
+  const read = owner[name];
+  owner[name] = function () {
+    if (counting) {
+      clockReads[label] = (clockReads[label] ?? 0) + 1;
+      const where = (new Error().stack ?? '').split('\n').slice(4, 6).map((line) => line.trim()).join(' < ');
+      clockStacks[where] = (clockStacks[where] ?? 0) + 1;
+    }
+    return read.call(this);
+  };
+}
+if (countClock) {
+  countCalls(performance, 'now', 'performance.now');
+  countCalls(Date, 'now', 'Date.now');
+}
 
 const hook = createHook({
   init(_asyncId, type) {
@@ -47,6 +72,7 @@ http.Server.prototype.emit = function (event, ...args) {
     if (requests === after) {
       requestsAtStart = requests;
       hook.enable();
+      counting = true;
     }
   }
   return emit.call(this, event, ...args);
@@ -54,6 +80,7 @@ http.Server.prototype.emit = function (event, ...args) {
 
 process.on('exit', () => {
   hook.disable();
+  counting = false;
   if (out === undefined) return;
   const counted = requests - requestsAtStart;
   const perRequest = Object.fromEntries(
@@ -61,5 +88,12 @@ process.on('exit', () => {
       .sort(([, a], [, b]) => b - a)
       .map(([type, n]) => [type, counted > 0 ? Number((n / counted).toFixed(3)) : null]),
   );
-  writeFileSync(`${out}.${process.pid}.json`, JSON.stringify({ requests: counted, perRequest, stacks }, null, 1));
+  const per = (table) =>
+    Object.fromEntries(
+      Object.entries(table)
+        .sort(([, a], [, b]) => b - a)
+        .map(([key, n]) => [key, counted > 0 ? Number((n / counted).toFixed(3)) : null]),
+    );
+  const clock = countClock ? { clockReads: per(clockReads), clockStacks: per(clockStacks) } : {};
+  writeFileSync(`${out}.${process.pid}.json`, JSON.stringify({ requests: counted, perRequest, ...clock, stacks }, null, 1));
 });

@@ -1,0 +1,200 @@
+/**
+ * Instructions per proxied request, counted by valgrind's callgrind: a count that does not move
+ * with the machine's load (this machine has no hardware counters for `perf stat -e instructions`).
+ * bench/PROFILE.md, "Per-request work, session 19".
+ *
+ *   node bench/request-instructions.mjs [--repo DIR] [--origins 50] [--mc 4] [--level warn]
+ *     [--warm 20000] [--n 4000] [--node-flags "--import=/abs/probe.mjs"] [--no-valgrind]
+ *
+ * Starts `count` origins (one process, plain node: robots.txt allowing everything, a 96-byte
+ * page), and `node DIR/dist/cli.js serve --config F` (DIR's config/default.yaml with the listen
+ * and admin ports, stateDir, `upstream.allowPrivateNetworks: true`, `log.level` and
+ * `pacing.maxConcurrency` set) under `valgrind --tool=callgrind --instr-atstart=no`. A client of
+ * 50 keep-alive connections (raw sockets, absolute-form GETs rotating over the origins, the
+ * bench's User-Agent) sends `--warm` requests uninstrumented (JIT warm-up), then instrumentation
+ * is switched on (`callgrind_control -i on`), exactly `--n` requests are sent, and the counts are
+ * dumped: every thread of the proxy (main thread, GC helpers, libuv's pool), every instruction
+ * in user space (Node, V8's generated code, libc), from the first of the n requests to the last
+ * response. Prints one JSON line: `{ requests, instructions, perRequest, bad }`.
+ * `--no-valgrind` runs the same without valgrind (e.g. with a counting probe in `--node-flags`).
+ * Needs the repo built (`npm run build`). Contacts 127.0.0.1 only.
+ */
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import http from 'node:http';
+import os from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i < 0 ? dflt : args[i + 1];
+};
+const REPO = resolve(opt('repo', join(HERE, '..')));
+const ORIGINS = Number(opt('origins', 50));
+const MAX_CONCURRENCY = Number(opt('mc', 4));
+const LEVEL = opt('level', 'warn');
+const WARM = Number(opt('warm', 20_000));
+const N = Number(opt('n', 4000));
+const NODE_FLAGS = (opt('node-flags', '') ?? '').split(' ').filter(Boolean);
+const VALGRIND = !args.includes('--no-valgrind');
+const CONNECTIONS = 50;
+const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
+const ROBOTS_TXT = 'User-agent: *\nAllow: /\n';
+const PAGE = Buffer.from('x'.repeat(95) + '\n');
+
+const require = createRequire(join(REPO, 'package.json'));
+const { parseDocument } = require('yaml');
+
+if (process.argv[2] === '--origins-role') {
+  const ports = [];
+  for (let i = 0; i < Number(process.argv[3]); i++) {
+    const server = http.createServer((req, res) => {
+      const body = req.url === '/robots.txt' ? ROBOTS_TXT : PAGE;
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(body.length) });
+      res.end(body);
+    });
+    server.keepAliveTimeout = 600_000;
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    ports.push(server.address().port);
+  }
+  process.send({ ports });
+  process.on('disconnect', () => process.exit(0));
+} else {
+  await main();
+}
+
+function freePort() {
+  return new Promise((res) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+async function waitForPort(port, child, ms) {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`proxy exited with ${child.exitCode}`);
+    const ok = await new Promise((r) => {
+      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), r(true)));
+      s.on('error', () => r(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`port ${port} not open`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Sends exactly `total` requests over 50 keep-alive connections; resolves with the count of non-200 answers. */
+function load(port, requests, total) {
+  let sent = 0;
+  let done = 0;
+  let bad = 0;
+  return new Promise((resolveAll, reject) => {
+    let open = 0;
+    const one = (i) => {
+      const sock = net.connect(port, '127.0.0.1');
+      sock.setNoDelay(true);
+      open++;
+      let buf = Buffer.alloc(0);
+      let k = i;
+      const next = () => {
+        if (sent >= total) {
+          sock.end();
+          return;
+        }
+        sent++;
+        sock.write(requests[k++ % requests.length]);
+      };
+      sock.on('connect', next);
+      sock.on('data', (d) => {
+        buf = buf.length ? Buffer.concat([buf, d]) : d;
+        for (;;) {
+          const end = buf.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          const head = buf.subarray(0, end).toString('latin1');
+          const m = /content-length: *(\d+)/i.exec(head);
+          const len = m ? Number(m[1]) : 0;
+          if (buf.length < end + 4 + len) return;
+          if (!head.startsWith('HTTP/1.1 200')) bad++;
+          buf = buf.subarray(end + 4 + len);
+          done++;
+          next();
+        }
+      });
+      sock.on('error', reject);
+      sock.on('close', () => {
+        if (--open === 0) done === total ? resolveAll(bad) : reject(new Error(`${done} of ${total} answered`));
+      });
+    };
+    for (let i = 0; i < CONNECTIONS; i++) one(i);
+  });
+}
+
+async function main() {
+  const work = mkdtempSync(join(process.env.TMPDIR ?? os.tmpdir(), 'req-instr-'));
+  const origins = spawn(process.execPath, [fileURLToPath(import.meta.url), '--origins-role', String(ORIGINS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { ports } = await new Promise((r) => origins.once('message', r));
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const doc = parseDocument(readFileSync(join(REPO, 'config/default.yaml'), 'utf8'));
+  for (const [key, value] of [
+    [['listen', 'port'], port],
+    [['admin', 'port'], adminPort],
+    [['stateDir'], join(work, 'state')],
+    [['upstream', 'allowPrivateNetworks'], true],
+    [['log', 'level'], LEVEL],
+    [['pacing', 'maxConcurrency'], MAX_CONCURRENCY],
+  ])
+    doc.setIn(key, value);
+  const configPath = join(work, 'config.yaml');
+  writeFileSync(configPath, doc.toString());
+  const outFile = join(work, 'callgrind.out');
+  const nodeArgv = [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cli.js'), 'serve', '--config', configPath];
+  const argv = VALGRIND ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, ...nodeArgv] : nodeArgv;
+  const proxy = spawn(argv[0], argv.slice(1), { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proxy.stderr.on('data', (d) => (stderr += d));
+  try {
+    await waitForPort(port, proxy, 300_000);
+    const requests = ports.map((p) =>
+      Buffer.from(`GET http://127.0.0.1:${p}/page/1?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nUser-Agent: ${BOT_UA}\r\n\r\n`, 'latin1'),
+    );
+    await load(port, requests, WARM);
+    if (VALGRIND) execFileSync('callgrind_control', ['-i', 'on', String(proxy.pid)], { stdio: 'ignore' });
+    const bad = await load(port, requests, N);
+    if (VALGRIND) {
+      execFileSync('callgrind_control', ['-d', String(proxy.pid)], { stdio: 'ignore' });
+      execFileSync('callgrind_control', ['-i', 'off', String(proxy.pid)], { stdio: 'ignore' });
+    }
+    proxy.kill('SIGTERM');
+    await new Promise((r) => (proxy.exitCode !== null ? r() : proxy.once('exit', r)));
+    let instructions = null;
+    let mainThread = null;
+    if (VALGRIND) {
+      // The dump at -d: the n requests, one file per thread (callgrind.out.1-01 is the main
+      // thread); the dump at exit holds the moments between -d and -i off.
+      instructions = 0;
+      for (const f of readdirSync(work).filter((f) => /^callgrind\.out\.1-\d+$/.test(f))) {
+        const m = /^totals: (\d+)/m.exec(readFileSync(join(work, f), 'utf8'));
+        const n = m ? Number(m[1]) : NaN;
+        instructions += n;
+        if (f.endsWith('-01')) mainThread = n;
+      }
+    }
+    console.log(JSON.stringify({ repo: REPO, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
+  } catch (err) {
+    console.error(String(err), stderr.slice(-2000));
+    process.exitCode = 1;
+  } finally {
+    proxy.kill('SIGTERM');
+    await new Promise((r) => (proxy.exitCode !== null ? r() : proxy.once('exit', r)));
+    origins.disconnect();
+    if (!process.env.KEEP) rmSync(work, { recursive: true, force: true });
+  }
+}
