@@ -2,6 +2,7 @@
  * Header handling for forwarding (RFC 9110 §7.6). Pure.
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { flatJoin } from './flat-string.js';
 
 /** Hop-by-hop fields, never forwarded (RFC 9110 §7.6.1), plus the legacy `proxy-connection`. */
 const HOP_BY_HOP = new Set([
@@ -85,8 +86,24 @@ export function forwardableHeaders(
  * message a proxy forwards must carry (RFC 9110 §7.6.3). Pure.
  */
 export function appendedVia(existing: string | string[] | undefined, protocolVersion: string, pseudonym: string): string {
-  const via = `${protocolVersion} ${pseudonym}`;
-  return existing === undefined ? via : `${Array.isArray(existing) ? existing.join(', ') : existing}, ${via}`;
+  const via = hopOf(protocolVersion, pseudonym);
+  return existing === undefined ? via : flatJoin([Array.isArray(existing) ? existing.join(', ') : existing, via], ', ');
+}
+
+/** The last hop value made ({@link hopOf}): one proxy, one pseudonym, nearly always HTTP/1.1 both ways. */
+let lastHop = { protocolVersion: '', pseudonym: '', value: '' };
+
+/**
+ * This proxy's `Via` hop, `protocolVersion pseudonym`, as a flat string ({@link flatJoin}), made
+ * once and reused while the version and the pseudonym are the last ones (no string built per
+ * message, issue 11). Pure.
+ */
+function hopOf(protocolVersion: string, pseudonym: string): string {
+  const hop = lastHop;
+  if (hop.protocolVersion === protocolVersion && hop.pseudonym === pseudonym) return hop.value;
+  const value = flatJoin([protocolVersion, pseudonym], ' ');
+  lastHop = { protocolVersion, pseudonym, value };
+  return value;
 }
 
 /** True when a `Via` value shows the message already passed through this proxy (a forwarding loop). */

@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { flatJoin } from './flat-string.js';
 
 /** Response header that carries the request id. Namespaced: an upstream's or client's `X-Request-Id` is never overwritten. */
 export const REQUEST_ID_HEADER = 'x-robots-proxy-request-id';
@@ -25,7 +26,8 @@ const CLIENT_REQUEST_ID_HEADER = 'x-request-id';
  */
 export function createRequestIdGenerator(prefix: string = randomBytes(6).toString('hex')): () => string {
   let counter = 0;
-  return () => `${prefix}-${(++counter).toString(36)}`;
+  // Flat, not a rope: the id is a response header's value, which Node checks with a regular expression (flat-string.ts).
+  return () => flatJoin([prefix, (++counter).toString(36)], '-');
 }
 
 /** This process's generator. */

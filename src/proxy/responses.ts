@@ -12,6 +12,7 @@ import escapeHtml from 'escape-html';
 import Negotiator from 'negotiator';
 import type { Decision } from '../policy/decision.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
+import { flatJoin } from './flat-string.js';
 
 export { REQUEST_ID_HEADER };
 
@@ -25,11 +26,26 @@ export const DECISION_HEADER = 'x-robots-proxy-decision';
  * spaces, `;` or `,` (the schema's charset, or `hosts:<key>`). Pure.
  */
 export function decisionHeaderValue(decision: Decision): string {
-  let value = `${decision.verdict}; reason=${decision.reason}`;
-  if (decision.policy !== undefined) value += `; rule=${decision.policy.rule}`;
-  if (decision.wouldDeny !== undefined) value += `; would-deny=${decision.wouldDeny}`;
-  return value;
+  const { verdict, reason } = decision;
+  if (decision.policy === undefined && decision.wouldDeny === undefined) {
+    // The common case, from two closed sets: made once per pair (issue 11).
+    const byReason = verdict === 'allow' ? plainAllowValues : plainDenyValues;
+    let value = byReason.get(reason);
+    if (value === undefined) {
+      value = flatJoin([verdict, '; reason=', reason]);
+      byReason.set(reason, value);
+    }
+    return value;
+  }
+  const parts = [verdict, '; reason=', reason];
+  if (decision.policy !== undefined) parts.push('; rule=', decision.policy.rule);
+  if (decision.wouldDeny !== undefined) parts.push('; would-deny=', decision.wouldDeny);
+  return flatJoin(parts);
 }
+
+/** {@link decisionHeaderValue} without a rule or a would-deny, by reason: flat strings (flat-string.ts), one per reason. */
+const plainAllowValues = new Map<string, string>();
+const plainDenyValues = new Map<string, string>();
 
 /**
  * The status the proxy answers with for a decision it answers itself.

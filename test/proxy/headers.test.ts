@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forwardableHeaders, hasVisitedProxy } from '../../src/proxy/headers.js';
+import { appendedVia, forwardableHeaders, hasVisitedProxy } from '../../src/proxy/headers.js';
 
 describe('forwardableHeaders (RFC 9110 §7.6)', () => {
   it('drops hop-by-hop fields and those named in Connection, and appends Via', () => {
@@ -35,3 +35,16 @@ describe('forwardableHeaders (RFC 9110 §7.6)', () => {
     assert.equal(hasVisitedProxy({}, 'robots-proxy-abc'), false);
   });
 });
+
+describe('appendedVia (RFC 9110 §7.6.3)', () => {
+  it('appends the hop of the version and pseudonym given, whichever came before (the last hop is reused)', () => {
+    for (let round = 0; round < 2; round++) {
+      assert.equal(appendedVia(undefined, '1.1', 'robots-proxy-aaaaaa'), '1.1 robots-proxy-aaaaaa');
+      assert.equal(appendedVia(undefined, '1.0', 'robots-proxy-aaaaaa'), '1.0 robots-proxy-aaaaaa');
+      assert.equal(appendedVia(undefined, '1.0', 'robots-proxy-bbbbbb'), '1.0 robots-proxy-bbbbbb');
+      assert.equal(appendedVia('1.1 upstream', '1.0', 'robots-proxy-bbbbbb'), '1.1 upstream, 1.0 robots-proxy-bbbbbb');
+      assert.equal(appendedVia(['1.1 a', '1.0 b'], '1.1', 'robots-proxy-aaaaaa'), '1.1 a, 1.0 b, 1.1 robots-proxy-aaaaaa');
+    }
+  });
+});
+

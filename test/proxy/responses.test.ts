@@ -182,4 +182,23 @@ describe('renderProxyResponse', () => {
     for (const [d, status] of table) assert.equal(statusFor(d), status, d.reason);
     assert.equal(decisionHeaderValue(decideWithoutRobots('bad-request')), 'deny; reason=bad-request');
   });
+
+  it('spells the decision header the same whether its value is made once per reason or per request', () => {
+    // The plain values are made once per (verdict, reason) and reused: the same reason under the
+    // other verdict, or with a rule or a would-deny, must not get the cached value.
+    const base = decideWithoutRobots('rule-allow');
+    const spelled = (d: Decision): string =>
+      `${d.verdict}; reason=${d.reason}` + (d.policy !== undefined ? `; rule=${d.policy.rule}` : '') + (d.wouldDeny !== undefined ? `; would-deny=${d.wouldDeny}` : '');
+    const cases: Decision[] = [
+      { ...base, verdict: 'allow', reason: 'rule-allow' },
+      { ...base, verdict: 'deny', reason: 'rule-allow' },
+      { ...base, verdict: 'allow', reason: 'rule-allow', wouldDeny: 'rule-disallow' },
+      { ...base, verdict: 'deny', reason: 'operator-policy', policy: { rule: 'r1', action: 'deny' } as Decision['policy'] },
+      { ...base, verdict: 'allow', reason: 'operator-policy', policy: { rule: 'r2', action: 'allow' } as Decision['policy'], wouldDeny: 'rule-disallow' },
+      { ...base, verdict: 'deny', reason: 'operator-policy' },
+    ];
+    for (let round = 0; round < 2; round++) for (const d of cases) assert.equal(decisionHeaderValue(d), spelled(d));
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'deny', reason: 'rule-allow' }), 'deny; reason=rule-allow');
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'allow', reason: 'rule-allow' }), 'allow; reason=rule-allow');
+  });
 });
