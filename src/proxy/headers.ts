@@ -59,12 +59,17 @@ function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): R
 /**
  * Copies `headers` without hop-by-hop fields (RFC 9110 §7.6.1) and with this
  * proxy appended to `Via` (§7.6.3) as `pseudonym`. `protocolVersion` is the
- * version of the hop the message arrived on, e.g. `1.1`. Pure.
+ * version of the hop the message arrived on, e.g. `1.1`. Names come out lower case. Pure.
+ * @param namesLowerCase true when every name of `headers` is lower case already, as in Node's
+ *   `IncomingMessage.headers` and undici's parsed response headers: then no name is lower-cased
+ *   again (one `toLowerCase` per field and message, issue 11). A name that is not lower case is
+ *   then copied as it is, so pass true only for such sources.
  */
 export function forwardableHeaders(
   headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
   protocolVersion: string,
   pseudonym: string,
+  namesLowerCase = false,
 ): Record<string, string | string[]> {
   const listed = connectionListed(headers);
   const out: Record<string, string | string[]> = {};
@@ -72,7 +77,7 @@ export function forwardableHeaders(
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || !Object.hasOwn(headers, name)) continue;
-    const lower = name.toLowerCase();
+    const lower = namesLowerCase ? name : name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
     out[lower] = value;
   }

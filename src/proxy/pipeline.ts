@@ -548,7 +548,8 @@ export class RequestPipeline {
     // The listeners hold back Node's automatic 100 Continue (checkContinue): the request is allowed
     // and its slot granted, so the client may send its body now.
     if (awaitsContinue(req)) res.writeContinue();
-    const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
+    // Node's parser lower-cases every name of `req.headers`.
+    const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym, true);
     delete headers['expect'];
     headers['host'] = x.p.target.host;
     const maxForwards = maxForwardsOf(req);

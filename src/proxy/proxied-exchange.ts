@@ -214,7 +214,8 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     const value = upstreamHeaders['retry-after'];
     this.retryAfter = Array.isArray(value) ? value[0] : value;
     decision.upstream = { status };
-    const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym);
+    // undici's parsed headers have lower-case names.
+    const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym, true);
     responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
     responseHeaders[REQUEST_ID_HEADER] = this.requestId;
     this.p.res.writeHead(status, responseHeaders);

@@ -48,3 +48,13 @@ describe('appendedVia (RFC 9110 §7.6.3)', () => {
   });
 });
 
+describe('forwardableHeaders with names known to be lower case', () => {
+  it('drops the same fields and keeps the same values as with names lower-cased one by one', () => {
+    const headers = { host: 'a.example', connection: 'keep-alive, x-trace', 'keep-alive': 'timeout=5', 'x-trace': '1', 'proxy-authorization': 'Basic x', te: 'trailers', accept: '*/*', via: '1.0 other' };
+    const expected = { host: 'a.example', accept: '*/*', via: '1.0 other, 1.1 robots-proxy-cccccc' };
+    assert.deepEqual(forwardableHeaders(headers, '1.1', 'robots-proxy-cccccc', true), expected);
+    assert.deepEqual(forwardableHeaders(headers, '1.1', 'robots-proxy-cccccc'), expected);
+    // Mixed case is lower-cased only when the caller does not vouch for the names.
+    assert.deepEqual(forwardableHeaders({ Connection: 'close', Accept: '*/*' }, '1.1', 'robots-proxy-cccccc'), { accept: '*/*', via: '1.1 robots-proxy-cccccc' });
+  });
+});
