@@ -321,13 +321,18 @@ export class Pacer {
     return headReadyMs + Math.max(0, aheadMs - head.delayMs) + delayMs;
   }
 
-  /** Starts every head that may start now, then makes sure a timer wakes the origin for its next event, if any. */
-  #pump(state: OriginState): void {
+  /**
+   * Starts every head that may start now, then makes sure a timer wakes the origin for its next event, if any.
+   * @param knownNowMs the clock read by the caller in this same synchronous step (a release's end), ms;
+   *   else the clock is read here, once: nothing in a pump waits, so one reading serves every head (issue 11).
+   */
+  #pump(state: OriginState, knownNowMs?: number): void {
     if (this.#isClosed) return;
     const queue = state.queue;
+    let nowMs = knownNowMs;
     for (let head = queue.peek(); head; head = queue.peek()) {
       if (!this.#hasConcurrencyFor(state, head.delayMs, head.maxConcurrency)) return; // a release pumps again
-      const nowMs = this.#clock.nowMs();
+      nowMs ??= this.#clock.nowMs();
       const readyMs = earliestStartMs(state.timing, head.delayMs, this.#options);
       // Timers may fire late or (rounded) early: the clock decides, and an early wake re-arms.
       if (readyMs > nowMs) return this.#wakeAt(state, readyMs, nowMs);
@@ -339,7 +344,7 @@ export class Pacer {
       timingEndMs(state.timing, Math.max(state.maxDelaySeenMs, this.#options.idleRetentionMs), this.#options),
       overloadHoldUntilMs(state.overload),
     );
-    const nowMs = this.#clock.nowMs();
+    nowMs ??= this.#clock.nowMs();
     if (forgetAtMs > nowMs) return this.#wakeAt(state, forgetAtMs, nowMs);
     this.#clearTimer(state);
     this.#origins.delete(state.origin);
@@ -383,7 +388,7 @@ export class Pacer {
     if (slot.delayMs > 0) state.inFlightDelayed -= 1;
     recordEnd(state.timing, endMs);
     applyRelease(state.overload, state.timing, slot.seq, state.startSeq, outcome, endMs, state.maxConcurrencySeen, this.#options);
-    this.#pump(state);
+    this.#pump(state, endMs);
   }
 
   #release(slot: GrantedSlot, outcome: ReleaseOutcome | undefined): void {

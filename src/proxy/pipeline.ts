@@ -422,6 +422,9 @@ export class RequestPipeline {
       else this.#decideAdmitted(x, admitted);
     } catch (err) {
       this.#fail(p, exchange, err);
+    } finally {
+      // What runs from now on (after an await, a queue, the relay) reads the clock itself.
+      if (exchange !== undefined) exchange.isArrivalTurn = false;
     }
   }
 
@@ -459,7 +462,7 @@ export class RequestPipeline {
       }
       const limits = this.delayFor(decision, decided.policyRequest, decided.matched);
       x.delayMs = limits.delayMs;
-      x.waitStartedAtMs = this.deps.clock.nowMs();
+      x.waitStartedAtMs = x.nowMs();
       const outcome = this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
       // A free slot is granted synchronously: no promise then (issue 11).
       if (outcome instanceof Promise) outcome.then((o) => this.#forward(x, o), (err: unknown) => this.#fail(x.p, x, err));
@@ -530,7 +533,7 @@ export class RequestPipeline {
     const { req, res } = x.p;
     x.slot = slot;
     x.queueWaitMs = slot.waitedMs;
-    x.upstreamStarted = this.deps.clock.nowMs();
+    x.upstreamStarted = x.nowMs();
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     // Crawlers rarely send bodies; only then is a counting stage put in the way.
     const body = hasBody ? req.pipe(new ByteCounter()) : null;

@@ -120,6 +120,12 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
   delayMs = 0;
   /** When the request began to wait for its start slot, ms (the pipeline's clock). */
   waitStartedAtMs = 0;
+  /**
+   * True while {@link RequestPipeline.handle}'s first synchronous run lasts (the pipeline clears
+   * it when `handle` returns): the steps it takes at once share `startedAtMs` as their reading of
+   * the clock ({@link ProxiedExchange.nowMs}).
+   */
+  isArrivalTurn = true;
 
   constructor(
     readonly p: ProxiedRequest,
@@ -141,6 +147,16 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
     res.on('close', this.onClose);
     inFlight.add(this);
+  }
+
+  /**
+   * The clock for a step of the pipeline, ms: `startedAtMs` while the request's arrival is still
+   * being handled synchronously (nothing has waited since; the steps are microseconds apart, and
+   * the access line's timings are whole milliseconds), else a fresh reading. Spares two clock reads
+   * per request that waits for nothing (issue 11).
+   */
+  nowMs(): number {
+    return this.isArrivalTurn ? this.startedAtMs : this.deps.clock.nowMs();
   }
 
   readonly onClose = (): void => {
