@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mayResolve, originResolvedPath } from '../../src/robots/encoding.js';
+import { mayResolve, normaliseOctets, normalisePath, originResolvedPath } from '../../src/robots/encoding.js';
 
 /** What `originResolvedPath` tested with a regex before the scan replaced it (the oracle). */
 const RESOLVABLE = /%2F|%5C|\\|;|\/\/|\/\.\.?(?:\/|$)/i;
@@ -56,5 +56,21 @@ describe('originResolvedPath', () => {
     assert.equal(originResolvedPath('/a.b/c..d/.e'), undefined);
     assert.equal(originResolvedPath('/search?u=//x/../y%2F'), undefined);
     assert.equal(originResolvedPath(''), undefined);
+  });
+});
+
+describe('normalisation leaves a string as it is exactly when no character needs respelling (the fast path)', () => {
+  it('at every code unit up to U+02FF, in a path and in octets', () => {
+    for (let c = 0; c <= 0x2ff; c++) {
+      const ch = String.fromCharCode(c);
+      const plainAscii = c > 0x20 && c < 0x7f && !'%"<>\\^`{|}'.includes(ch);
+      const octets = `/a${ch}b`;
+      if (c <= 0xff) assert.equal(normaliseOctets(octets) === octets, plainAscii, `octet ${c}`);
+      const path = `/a${ch}b?q=1`;
+      assert.equal(normalisePath(path) === path, plainAscii && ch !== '$' && ch !== '*', `path char ${c}`);
+    }
+    // Respelt after a plain run, from the first character that needs it.
+    assert.equal(normalisePath('/plain/run/%7e/a b'), '/plain/run/~/a%20b');
+    assert.equal(normaliseOctets('/plain/run/\xe9'), '/plain/run/%E9');
   });
 });
