@@ -20,11 +20,25 @@ import { CLIENT_BODY_TIMEOUT } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER } from './responses.js';
 import { InFlightRequest, type InFlightList } from './in-flight-list.js';
 import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
+import { flatJoin } from './flat-string.js';
 import type { PipelineDeps, ProxiedRequest } from './pipeline.js';
 
-/** The path plus query of a target URL, as matched and forwarded. */
+/**
+ * The path plus query of a target URL, as matched and forwarded: a flat string (flat-string.ts),
+ * so the regular expressions that match and check it take their fast path (issue 11).
+ */
 export function pathAndQueryOf(url: URL): string {
-  return (url.pathname || '/') + url.search;
+  return flatJoin([url.pathname || '/', url.search]);
+}
+
+/**
+ * `url.origin` of an http: or https: URL (`scheme://host[:port]`, the port only when not the
+ * scheme's default), as a flat string: `URL.origin` builds a rope, and the origin is the key of
+ * every per-origin map a request looks up (robots cache, pacer, pools, ledger, metrics), each of
+ * which then hashed and compared it through V8's runtime (issue 11).
+ */
+export function originOf(url: URL): string {
+  return flatJoin([url.protocol, url.host], '//');
 }
 
 /** Counts the bytes of a request body on their way upstream. */
@@ -140,7 +154,7 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     const { req, res, target } = p;
     this.startedAtMs = deps.clock.nowMs();
     this.requestId = requestIdOf(req);
-    this.origin = target.origin;
+    this.origin = originOf(target);
     this.path = pathAndQueryOf(target);
     this.client = { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 };
     this.request = { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via, clientRequestId: clientRequestIdOf(req) };
