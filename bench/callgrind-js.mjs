@@ -179,3 +179,52 @@ if (countOf !== undefined) {
   console.log(`\ncalls per request into /${countOf}/${cb ? ' (this, then --vs)' : ''}:`);
   for (const k of new Set([...ca.keys(), ...(cb?.keys() ?? [])])) console.log(`${((ca.get(k) ?? 0) / PER).toFixed(2).padStart(9)}${cb ? ((cb.get(k) ?? 0) / PER).toFixed(2).padStart(9) : ''}  ${k.slice(0, 120)}`);
 }
+
+/**
+ * `--summary`: the main thread's instructions per request (with --per), and the same without the
+ * two shares that scale with wall time rather than with requests under valgrind's ~50x slowdown:
+ * work run from timers (`processTimers` and below, inclusive: the ledger's flush every second,
+ * pacer and connection sweeps) and the garbage collector's own frames (scavenges and marking,
+ * whose timing moves from run to run). What is left is the request path: compare builds by it.
+ */
+if (args.includes('--summary')) {
+  const rows = readMap(args[1]);
+  const nameOf = (fn) => {
+    const m = /^0x([0-9a-f]+)$/.exec(fn);
+    return m ? (lookup(rows, parseInt(m[1], 16)) ?? 'JIT code (unnamed)') : fn;
+  };
+  const isTimers = (name) => /JS:.processTimers /.test(name);
+  const isGc = (name) => /Scaveng|Marking|MarkCompact|Sweeper|IterateObjectCache|Evacuat|GCTracer|Heap::|RememberedSet|SlotSet|ObjectVisitor|BodyDescriptor|WeakObjects|GlobalHandles|PretenuringHandler/.test(name);
+  const names = new Map();
+  let fn = '';
+  let callee = '';
+  let pending = false;
+  let total = 0;
+  let timers = 0;
+  let gc = 0;
+  for (const line of readFileSync(args[0], 'utf8').split('\n')) {
+    const m = /^(c?fn)=\((\d+)\)(?: (.*))?$/.exec(line);
+    if (m) {
+      if (m[3] !== undefined) names.set(m[2], m[3]);
+      if (m[1] === 'fn') fn = nameOf(names.get(m[2]));
+      else callee = nameOf(names.get(m[2]));
+      continue;
+    }
+    if (line.startsWith('calls=')) {
+      pending = true;
+      continue;
+    }
+    if (/^[+\-]?\d/.test(line)) {
+      const cost = Number(line.trim().split(/\s+/)[1] ?? 0);
+      if (pending) {
+        pending = false;
+        if (isTimers(callee) && !isTimers(fn) && !/Prologue/.test(fn)) timers += cost;
+      } else {
+        total += cost;
+        if (isGc(fn)) gc += cost;
+      }
+    }
+  }
+  const per = (n) => Math.round(n / PER);
+  console.log(JSON.stringify({ mainThread: per(total), timers: per(timers), gcSelf: per(gc), requestPath: per(total - timers - gc) }));
+}
