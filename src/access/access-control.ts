@@ -90,6 +90,17 @@ interface ConnectionCredential {
   readonly admission: Admission;
 }
 
+/**
+ * True when `req` asks for its connection to be closed after it (`Connection: close`, RFC 9112
+ * §9.6): no request follows on that connection, so nothing is remembered on it. Pure.
+ */
+function closesAfter(req: IncomingMessage): boolean {
+  const connection = req.headers.connection;
+  return connection !== undefined && CLOSE_OPTION.test(connection);
+}
+/** The `close` option in a `Connection` value (a comma-separated list, case-insensitive: RFC 9110 §7.6.1). */
+const CLOSE_OPTION = /(?:^|,)[ \t]*close[ \t]*(?:,|$)/i;
+
 /** A client socket with the credentials verified on it (see AccessControl's `#verifiedOnConnection`). */
 type CredentialHolder = Socket & { [key: symbol]: ConnectionCredential | undefined };
 
@@ -114,7 +125,9 @@ export class AccessControl {
    * socket. A property of the socket rather than a WeakMap entry: with `Connection: close` every
    * request is a new socket, and a WeakMap keyed by sockets would add an ephemeron per request,
    * which the garbage collector processes specially (as request-id.ts). One symbol per instance:
-   * another AccessControl (a test's) never reads this one's memo.
+   * another AccessControl (a test's) never reads this one's memo. Not set on a connection whose
+   * request says `Connection: close` (no request follows on it): the property would be one more
+   * object and one more hidden-class transition of the socket per request, for nothing.
    */
   readonly #verifiedOnConnection = Symbol('robots-proxy.verifiedOnConnection');
   /**
@@ -222,9 +235,9 @@ export class AccessControl {
       // through #authenticate, which admits only credentials verified from it.
       if (this.#throttle.hasBudget(address, this.deps.clock.nowMs())) {
         const entry = this.#verifier.rememberedEntry(authorization);
-        if (entry !== undefined) return this.#admitVerified(entry, address, range, origin, authorization, socket, this.#generation);
+        if (entry !== undefined) return this.#admitVerified(entry, address, range, origin, authorization, req, socket, this.#generation);
       }
-      return this.#authenticate(authorization, address, range, origin, this.#verifier, socket);
+      return this.#authenticate(authorization, address, range, origin, this.#verifier, req, socket);
     }
     return this.#admitWithoutCredentials(range.identity, origin);
   }
@@ -266,10 +279,10 @@ export class AccessControl {
    * reload came since `generation`, e.g. while bcrypt ran); a refusal is not: its Decision names
    * this request's origin and is the request's own.
    */
-  #admitVerified(entry: CredentialEntry, address: string, range: AllowedRange, origin: string, authorization: string, socket: Socket | undefined, generation: number): Admission {
+  #admitVerified(entry: CredentialEntry, address: string, range: AllowedRange, origin: string, authorization: string, req: IncomingMessage, socket: Socket | undefined, generation: number): Admission {
     this.#throttle.recordVerified(address, entry);
     const admission = this.#admitWithCredentials(entry, undefined, range, origin);
-    if (admission.isAdmitted && socket !== undefined && generation === this.#generation) (socket as CredentialHolder)[this.#verifiedOnConnection] = { authorization, generation, admission };
+    if (admission.isAdmitted && socket !== undefined && generation === this.#generation && !closesAfter(req)) (socket as CredentialHolder)[this.#verifiedOnConnection] = { authorization, generation, admission };
     return admission;
   }
 
@@ -284,7 +297,7 @@ export class AccessControl {
     return this.#admitWithCredentials(entry, client, range, origin);
   }
 
-  async #authenticate(authorization: string, address: string, range: AllowedRange, origin: string, verifier: CredentialVerifier, socket: Socket | undefined): Promise<Admission> {
+  async #authenticate(authorization: string, address: string, range: AllowedRange, origin: string, verifier: CredentialVerifier, req: IncomingMessage, socket: Socket | undefined): Promise<Admission> {
     // The check counts against the address's budget from now on, so concurrent guesses cannot outrun it.
     const waitMs = this.#throttle.begin(address, this.deps.clock.nowMs());
     if (waitMs !== undefined) {
@@ -314,7 +327,7 @@ export class AccessControl {
       return { isAdmitted: false, refusal: { ...decideWithoutRobots('proxy-auth-throttled', { origin, detail }), retryAfterSeconds: 1 } };
     }
     this.#throttle.settle(address, this.deps.clock.nowMs(), !verification.ok);
-    if (verification.ok) return this.#admitVerified(verification.entry, address, range, origin, authorization, socket, generation);
+    if (verification.ok) return this.#admitVerified(verification.entry, address, range, origin, authorization, req, socket, generation);
     if (verification.user !== undefined) this.#throttle.forgetVerified(address, verification.user);
     const detail =
       verification.failure === 'malformed'

@@ -206,7 +206,7 @@ async function openTunnel(port: number, authority: string, localAddress: string,
  * ({@link AccessControl.admit} on the real IncomingMessage of a real connection from a chosen
  * loopback address). Each request is on a connection of its own.
  */
-async function startHoldingServer(): Promise<{ requestFrom(localAddress: string, authorization: string): Promise<http.IncomingMessage>; close(): Promise<void> }> {
+async function startHoldingServer(): Promise<{ requestFrom(localAddress: string, authorization: string, headers?: http.OutgoingHttpHeaders): Promise<http.IncomingMessage>; close(): Promise<void> }> {
   const waiting: Array<(req: http.IncomingMessage) => void> = [];
   const held: http.ServerResponse[] = [];
   const server = http.createServer((req, res) => {
@@ -216,9 +216,10 @@ async function startHoldingServer(): Promise<{ requestFrom(localAddress: string,
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    requestFrom(localAddress, authorization) {
+    // agent: false sends `Connection: close` unless `headers` says otherwise.
+    requestFrom(localAddress, authorization, headers = {}) {
       const arrived = new Promise<http.IncomingMessage>((resolve) => waiting.push(resolve));
-      http.request({ host: '127.0.0.1', port, path: '/', localAddress, agent: false, headers: { 'proxy-authorization': authorization } }).on('error', () => undefined).end();
+      http.request({ host: '127.0.0.1', port, path: '/', localAddress, agent: false, headers: { 'proxy-authorization': authorization, ...headers } }).on('error', () => undefined).end();
       return arrived;
     },
     async close() {
@@ -322,7 +323,7 @@ describe('admission of credentials verified before, on a new connection (AccessC
 
   it('remembers credentials on the connection for the next request on it, for this AccessControl only', async () => {
     const access = new AccessControl(prepareAccess(config()), { clock: systemClock });
-    const req = await server.requestFrom('127.0.0.42', basic('alice', 'alice-pw'));
+    const req = await server.requestFrom('127.0.0.42', basic('alice', 'alice-pw'), { connection: 'keep-alive' });
     assert.equal(admitted(await access.admit(req)), 'alice');
     // Spend the address's failure budget (2): remembered credentials from the cache now go through
     // the throttled path (a promise); the connection's own memo still answers at once.
@@ -338,6 +339,23 @@ describe('admission of credentials verified before, on a new connection (AccessC
     assert.ok(checked instanceof Promise, 'a check of its own');
     assert.equal(admitted(await checked), 'alice');
     assert.equal(other.verifier?.bcryptRuns, 1);
+  });
+
+  it('remembers nothing on a connection whose request says Connection: close (no request follows on it)', async () => {
+    const access = new AccessControl(prepareAccess(config()), { clock: systemClock });
+    const req = await server.requestFrom('127.0.0.43', basic('alice', 'alice-pw'), { connection: 'Keep-Alive, Close' });
+    assert.equal(admitted(await access.admit(req)), 'alice');
+    assert.deepEqual(Object.getOwnPropertySymbols(req.socket).filter((s) => s.description === 'robots-proxy.verifiedOnConnection'), [], 'no memo on the socket');
+    // With the address's budget spent, the same credentials on that socket take the throttled path (a promise), not a memo.
+    for (const guess of ['g1', 'g2']) assert.equal(admitted(await access.admit(await server.requestFrom('127.0.0.43', basic('carol', guess)))), 'proxy-auth-required');
+    req.headers['proxy-authorization'] = basic('alice', 'alice-pw');
+    const next = access.admit(req);
+    assert.ok(next instanceof Promise, 'no memo: the throttled path');
+    assert.equal(admitted(await next), 'alice', 'credentials verified from this address are still admitted');
+    // A keep-alive request's socket does get the memo (the control: the symbol is found when set).
+    const kept = await server.requestFrom('127.0.0.44', basic('alice', 'alice-pw'), { connection: 'keep-alive' });
+    assert.equal(admitted(await access.admit(kept)), 'alice');
+    assert.equal(Object.getOwnPropertySymbols(kept.socket).filter((s) => s.description === 'robots-proxy.verifiedOnConnection').length, 1);
   });
 
   it('a reload applies to remembered credentials: the identity\'s binding as configured now', async () => {
