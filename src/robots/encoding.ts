@@ -162,14 +162,29 @@ function isAscii(s: string): boolean {
 }
 
 /**
+ * The last path {@link normalisePath} was given, and its result. A request's path is normalised
+ * by the operator policy's path rules and again by the robots.txt decision, one after the other
+ * (issue 8: with `policy.rules` holding a path rule, every request): the second call is then one
+ * string comparison. Holds one path; a function of its input only, so never stale.
+ */
+let lastPath: string | undefined;
+let lastNormalised = '';
+
+/**
  * Normalises a path (JavaScript string, possibly holding non-ASCII
  * characters, which are taken as UTF-8) for matching: as
  * {@link normaliseOctets}, and a literal `$` or `*` becomes `%24` or `%2A`
- * (RFC 9309 §2.2.2, §2.2.3). Pure; never throws (lone surrogates become U+FFFD).
+ * (RFC 9309 §2.2.2, §2.2.3). Pure (the same path, the same result; the last
+ * one is remembered); never throws (lone surrogates become U+FFFD).
  */
 export function normalisePath(path: string): string {
-  if (isAscii(path)) return normaliseWith(path, ENCODED_IN_PATHS, RESPELLED_IN_PATHS);
-  return normaliseWith(Buffer.from(path, 'utf8').toString('latin1'), ENCODED_IN_PATHS, RESPELLED_IN_PATHS);
+  if (path === lastPath) return lastNormalised;
+  const normalised = isAscii(path)
+    ? normaliseWith(path, ENCODED_IN_PATHS, RESPELLED_IN_PATHS)
+    : normaliseWith(Buffer.from(path, 'utf8').toString('latin1'), ENCODED_IN_PATHS, RESPELLED_IN_PATHS);
+  lastPath = path;
+  lastNormalised = normalised;
+  return normalised;
 }
 
 /**
@@ -248,10 +263,24 @@ export function mayResolve(path: string, end: number): boolean {
  * Jetty drop each segment's parameters) can all reach `/private/x`. Extension,
  * not in RFC 9309, which matches the path as sent. `path` must already be normalised
  * ({@link normalisePath}); the query is kept as it is.
- * Pure; never throws.
+ * Pure (the last path's answer is remembered, as {@link normalisePath}'s: the policy's path
+ * rules and the robots.txt decision ask for the same path in turn); never throws.
  * @returns the resolved path plus query, or `undefined` when it equals `path`.
  */
 export function originResolvedPath(path: string): string | undefined {
+  if (path === lastUnresolved) return lastResolved;
+  const resolved = resolvePath(path);
+  lastUnresolved = path;
+  lastResolved = resolved;
+  return resolved;
+}
+
+/** The last path {@link originResolvedPath} was given, and its answer. */
+let lastUnresolved: string | undefined;
+let lastResolved: string | undefined;
+
+/** {@link originResolvedPath}'s work. */
+function resolvePath(path: string): string | undefined {
   const q = path.indexOf('?');
   // Most paths hold nothing to resolve: told by a scan, without the slice and the regex (issue 8).
   if (!mayResolve(path, q === -1 ? path.length : q)) return undefined;

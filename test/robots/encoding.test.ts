@@ -74,3 +74,30 @@ describe('normalisation leaves a string as it is exactly when no character needs
     assert.equal(normaliseOctets('/plain/run/\xe9'), '/plain/run/%E9');
   });
 });
+
+describe('normalisePath, called again with the path it was just given (the policy, then the robots.txt decision)', () => {
+  it('gives each path its own result whatever was normalised before: the same path again, another one, an equal string built apart', () => {
+    const paths = ['/a b/$x', '/caf\u00e9*', '/page/1?q=1', '/a%2fb', ''];
+    const expected = ['/a%20b/%24x', '/caf%C3%A9%2A', '/page/1?q=1', '/a%2Fb', ''];
+    for (let round = 0; round < 2; round++) {
+      paths.forEach((path, i) => {
+        assert.equal(normalisePath(path), expected[i], path);
+        assert.equal(normalisePath(path), expected[i], `${path}, again`);
+        assert.equal(normalisePath([...path].join('')), expected[i], `${path}, built apart`);
+      });
+    }
+  });
+});
+
+describe('originResolvedPath, called again with the path it was just given', () => {
+  it('answers each path for itself whatever was asked before', () => {
+    const cases: Array<[string, string | undefined]> = [['/a%2Fb', '/a/b'], ['/page/1?q=1', undefined], ['//x/../y?z', '/y?z'], ['/a/b', undefined]];
+    for (let round = 0; round < 2; round++) {
+      for (const [path, expected] of cases) {
+        assert.equal(originResolvedPath(path), expected, path);
+        assert.equal(originResolvedPath(path), expected, `${path}, again`);
+        assert.equal(originResolvedPath([...path].join('')), expected, `${path}, built apart`);
+      }
+    }
+  });
+});
