@@ -17,7 +17,7 @@ import { hostOverridesAsYaml, listenConfigError, loadConfig, planReload, readCaF
 import { makeDirectory } from './make-directory.js';
 import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } from './cache/index.js';
 import { FleetPacer, Pacer, type PacingOptions, type RequestPacer } from './pacing/index.js';
-import { openRedisFleetState, type RedisFleetState } from './state/index.js';
+import type { RedisFleetState } from './state/index.js';
 import { parseRobotsTxt } from './robots/index.js';
 import { createLogger, droppedLogLinesOf, LimitReporter, ProxyMetrics, writeAccessLog, type AccessEntry } from './audit/index.js';
 import { AdminServer, describeRobotsSnapshot } from './admin/index.js';
@@ -293,10 +293,15 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   let ledger: Ledger | undefined;
   const fetcher = new RobotsFetcher({ ...fetcherOptionsOf(config), dispatcher: robotsAgent, clock });
   warnIfCacheExceedsHeap(config.robots.cacheBytes, logger);
-  // A fleet shares robots snapshots, pacing slots and pauses through Redis (issue 10).
+  // A fleet shares robots snapshots, pacing slots and pauses through Redis (issue 10). Its modules,
+  // and ioredis with them, are loaded only then: ioredis defines `class VerbatimString extends
+  // String`, and on Node 20's V8 that leaves String.prototype with dictionary (slow) properties for
+  // the life of the process, so every string method call in optimised code (`charCodeAt` in the
+  // access line's encoder, the path normalisation, the policy's path rules) becomes a generic
+  // property lookup, 2-3x slower (bench/PROFILE.md, "Issue 8 under close, instructions").
   const fleetState =
     config.state.backend === 'redis'
-      ? await openRedisFleetState(config.state, {
+      ? await (await import('./state/index.js')).openRedisFleetState(config.state, {
           clock,
           logger,
           retainMs: config.robots.ttlMs,
