@@ -30,6 +30,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import bcrypt from 'bcryptjs';
+import { startOriginServers } from './origin-servers.mjs';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 const arg = (name, fallback) => {
@@ -54,21 +55,6 @@ const work = mkdtempSync(join(os.tmpdir(), 'pair-instr-'));
 const users = join(work, 'users');
 writeFileSync(users, `bench:${bcrypt.hashSync(PASSWORD, 10)}\n`);
 const authorization = `Basic ${Buffer.from(`bench:${PASSWORD}`).toString('base64')}`;
-
-async function startOrigins(count) {
-  const ports = [];
-  for (let i = 0; i < count; i++) {
-    const server = http.createServer((req, res) => {
-      const body = req.url === '/robots.txt' ? ROBOTS_TXT : PAGE;
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(body.length) });
-      res.end(body);
-    });
-    server.keepAliveTimeout = 60_000;
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    ports.push(server.address().port);
-  }
-  return ports;
-}
 
 const freePort = () =>
   new Promise((resolve) => {
@@ -160,7 +146,7 @@ function readDump(dir, pid, n) {
   return out;
 }
 
-const originPorts = await startOrigins(50);
+const originPorts = await startOriginServers(50, { robotsTxt: ROBOTS_TXT, page: PAGE, keepAliveMs: 60_000 });
 const [port, adminPort] = [await freePort(), await freePort()];
 const configPath = join(work, 'config.yaml');
 const placement = [

@@ -22,11 +22,11 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
-import http from 'node:http';
 import os from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { startOriginServers } from './origin-servers.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -51,17 +51,7 @@ const require = createRequire(join(REPO, 'package.json'));
 const { parseDocument } = require('yaml');
 
 if (process.argv[2] === '--origins-role') {
-  const ports = [];
-  for (let i = 0; i < Number(process.argv[3]); i++) {
-    const server = http.createServer((req, res) => {
-      const body = req.url === '/robots.txt' ? ROBOTS_TXT : PAGE;
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(body.length) });
-      res.end(body);
-    });
-    server.keepAliveTimeout = 600_000;
-    await new Promise((r) => server.listen(0, '127.0.0.1', r));
-    ports.push(server.address().port);
-  }
+  const ports = await startOriginServers(Number(process.argv[3]), { robotsTxt: ROBOTS_TXT, page: PAGE, keepAliveMs: 600_000 });
   process.send({ ports });
   process.on('disconnect', () => process.exit(0));
 } else {
