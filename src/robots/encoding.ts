@@ -15,8 +15,12 @@
  *   (`%7E` -> `~`), as §2.2.2 requires; reserved ones stay encoded (`%2F` stays);
  * - in a path, a `%` not followed by two hex digits becomes `%25` (it can
  *   only be a literal percent sign); in a pattern it stays `%`, as the
- *   reference keeps it, and so matches the `%` that starts any escape in the
- *   path (`Disallow: /jobs*%` blocks `/jobs/a%20b`);
+ *   reference keeps it, when it can still begin an escape of the path: at
+ *   the end, before a `*` or the final `$`, or followed by one hex digit
+ *   there (`Disallow: /jobs*%` blocks `/jobs/a%20b`, `/a%2` blocks `/a%2F`);
+ *   any other lone `%` (`/p%xy`, `/p%2x`) can only be a literal percent
+ *   sign, so it becomes `%25` as in a path (`Disallow: /p%xy` blocks the
+ *   path `/p%xy`, spelt `/p%25xy`);
  * - `$` and `*` written literally: in a path they are plain characters, which
  *   a pattern can only name as `%24` and `%2A` (§2.2.3), so a path spells them
  *   `%24` and `%2A`; in a pattern `*` is the wildcard and a final `$` the end
@@ -94,10 +98,11 @@ export function normaliseOctets(octets: string): string {
  * the wildcard and a final `$` the end anchor; any other `$` is a literal
  * character and becomes `%24` (RFC 9309 §2.2.3), so it matches a `$` or a
  * `%24` in the path alike. A `%` not followed by two hex digits stays `%`
- * (the reference's reading). Pure; never throws.
+ * (the reference's reading) when it may still begin an escape of the path,
+ * else it becomes `%25` (see the module comment). Pure; never throws.
  */
 export function normalisePattern(octets: string): string {
-  const normalised = normaliseWith(octets, ENCODED_ALWAYS, RESPELLED_ALWAYS, '%');
+  const normalised = normaliseWith(octets, ENCODED_ALWAYS, RESPELLED_ALWAYS, true);
   const last = normalised.length - 1;
   const dollar = normalised.indexOf('$');
   if (dollar === -1 || dollar === last) return normalised;
@@ -127,8 +132,27 @@ export function indexHtmlSlash(pattern: string): number {
   return slash !== -1 && pattern.startsWith('/index.htm', slash) ? slash : -1;
 }
 
-/** @param respelled {@link respelledCharacters} of `encoded`. */
-function normaliseWith(octets: string, encoded: Uint8Array, respelled: RegExp, lonePercent = '%25'): string {
+/**
+ * Whether the lone `%` at `octets[at]` of a pattern can still begin an escape of a normalised
+ * path (`%XX`, upper-case hex): the pattern ends, or goes on with `*` or its final `$`, before
+ * two more octets are needed (`/a%`, `/a%*b`, `/a%2`, `/a%e$`). Such a `%` is kept as the
+ * reference keeps it; every other lone one (`/a%xy`, `/a%2x`) is a literal percent sign.
+ */
+function mayBeginEscape(octets: string, at: number): boolean {
+  for (let i = at + 1; i <= at + 2; i++) {
+    if (i === octets.length) return true;
+    const c = octets.charCodeAt(i);
+    if (c === 0x2a /* * */ || (c === 0x24 /* $ */ && i === octets.length - 1)) return true;
+    if (i === at + 2 || hexValue(c) < 0) return false;
+  }
+  return false;
+}
+
+/**
+ * @param respelled {@link respelledCharacters} of `encoded`.
+ * @param isPattern the octets are a rule's pattern: a lone `%` that may begin an escape stays `%` ({@link mayBeginEscape}).
+ */
+function normaliseWith(octets: string, encoded: Uint8Array, respelled: RegExp, isPattern = false): string {
   const n = octets.length;
   // Fast path: most paths and patterns need no change.
   let i = octets.search(respelled);
@@ -141,7 +165,17 @@ function normaliseWith(octets: string, encoded: Uint8Array, respelled: RegExp, l
       const hi = i + 2 < n ? hexValue(octets.charCodeAt(i + 1)) : -1;
       const lo = hi >= 0 ? hexValue(octets.charCodeAt(i + 2)) : -1;
       if (lo < 0) {
-        out += lonePercent;
+        if (isPattern && mayBeginEscape(octets, i)) {
+          out += '%';
+          // `/a%e` at the end: the path spells that hex digit upper-case.
+          const digit = i + 1 < n ? hexValue(octets.charCodeAt(i + 1)) : -1;
+          if (digit >= 0) {
+            out += HEX[digit];
+            i++;
+          }
+        } else {
+          out += '%25';
+        }
         continue;
       }
       const value = hi * 16 + lo;

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { evaluate, extractPathAndQuery, isValidProductToken, normaliseOctets, parseRobotsTxt } from '../../src/robots/index.js';
+import { extractProductTokens } from '../../src/robots/agent.js';
 
 /** The copies kept in the repository. */
 export const CONFORMANCE_FIXTURES_DIR = fileURLToPath(new URL('../fixtures/conformance/', import.meta.url));
@@ -101,5 +102,90 @@ export function assertOtherCase(c: OtherCase): void {
       return assert.equal(isValidProductToken(input), c.expected, c.id);
     default:
       throw new Error(`${c.id}: vectors of kind ${c.kind} are not checked`);
+  }
+}
+
+/** Other implementations' vectors (test/fixtures/peers, see its SOURCES). */
+export const PEER_FIXTURES_DIR = fileURLToPath(new URL('../fixtures/peers/', import.meta.url));
+
+/** One allowed/disallowed vector of a peer's test suite. */
+export interface PeerCase {
+  id: string;
+  robots: string;
+  /** What the peer's test passes as the agent: read as a User-Agent header. */
+  agent: string;
+  /** Path plus query as the peer's test passes it. */
+  path: string;
+  /** The peer's expectation. */
+  allowed: boolean;
+  /** Body and path are octet strings (one char per octet). */
+  octets?: boolean;
+}
+
+/** RFC 9309 §2.2.2 keeps reserved characters encoded: `%XX` of a reserved character and the character itself differ; the reference compares them as written too. */
+const RESERVED_STAYS_ENCODED =
+  'RFC 9309 §2.2.2: a percent-encoded reserved character is not decoded before comparison, so it and the raw character are different paths (the reference agrees); Python decodes both sides';
+
+/**
+ * The peers' part of the skip table: where a peer's test expects another verdict than
+ * RFC 9309 (or the reference, where the RFC leaves the choice) gives. Keyed by
+ * `file:id`; each entry gives the verdict we give and why.
+ */
+export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string }> = {
+  'cpython-test_robotparser.jsonl:UserAgentGoogleMobileTest#1': {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.1: Googlebot-Mobile matches its own group exactly; Python takes the first group whose name is a substring of the agent (googlebot)',
+  },
+  'cpython-test_robotparser.jsonl:UseFirstUserAgentWildcardTest#1': {
+    allowed: false,
+    reason: 'RFC 9309 §2.2.1: groups for the same token (here two `*` groups) are combined; Python obeys the first only',
+  },
+  'cpython-test_robotparser.jsonl:PercentEncodingTest#8': {
+    allowed: false,
+    reason: 'the reference reads the lone % that ends `Disallow: /p2%` as a literal octet that matches the % of any escape (`/p2%F0`); Python reads it as %25',
+  },
+  'cpython-test_robotparser.jsonl:PercentEncodingTest#58': {
+    allowed: true,
+    reason: 'a fragment is never sent (RFC 9110 §4.2.4; the proxy drops it, extractPathAndQuery too); given as a path, `#` is a plain octet that `Disallow: /hash%23f` does not name',
+  },
+  'cpython-test_robotparser.jsonl:PercentEncodingTest#65': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%2F; the proxy also decides /sub/dir, an origin's reading, and denies)` },
+  'cpython-test_robotparser.jsonl:PercentEncodingTest#67': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%2F)` },
+  'cpython-test_robotparser.jsonl:PercentEncodingTest#68': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%3F)` },
+  'cpython-test_robotparser.jsonl:PercentEncodingTest#71': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%3F)` },
+  ...Object.fromEntries(
+    [76, 80, 84, 88, 92, 96, 100, 108, 112, 116, 120, 128, 132, 136, 140].map((n) => [
+      `cpython-test_robotparser.jsonl:PercentEncodingTest#${n}`,
+      { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (a raw reserved character against \`Disallow: /pc%XX\`)` },
+    ]),
+  ),
+  'cpython-test_robotparser.jsonl:LocalNetworkTestCase#8': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%2F against \`Disallow: //[spam]/path\`)` },
+};
+
+/** The path a peer's case sends: raw octets >= 0x80 percent-encoded, as an HTTP client sends them (the proxy answers 400 to raw ones). */
+function pathSent(c: PeerCase): string {
+  if (c.octets !== true) return c.path;
+  return c.path.replace(/[\x80-\xff]/g, (ch) => '%' + ch.charCodeAt(0).toString(16).toUpperCase());
+}
+
+/** The verdict this project must give for a peer's case of `file`: the peer's, unless {@link PEER_DEVIATIONS} says otherwise. */
+export function expectedPeerVerdict(file: string, c: PeerCase): boolean {
+  return PEER_DEVIATIONS[`${file}:${c.id}`]?.allowed ?? c.allowed;
+}
+
+/** Asserts the engine's verdict on one peer case: the agent read as a User-Agent header, the body parsed as bytes. */
+export function assertPeerCase(file: string, c: PeerCase): void {
+  const expected = expectedPeerVerdict(file, c);
+  const body = c.octets === true ? Buffer.from(c.robots, 'latin1') : c.robots;
+  const result = evaluate(parseRobotsTxt(body), extractProductTokens(c.agent), pathSent(c));
+  assert.equal(result.allowed, expected, `${file} ${c.id}: expected ${expected ? 'allowed' : 'disallowed'} for ${JSON.stringify(c.path)} as ${JSON.stringify(c.agent)}`);
+}
+
+/** Asserts that every peer skip-table entry of `file` names a case that exists and differs from the peer. */
+export function assertPeerDeviationsExist(file: string, cases: readonly PeerCase[]): void {
+  for (const [key, deviation] of Object.entries(PEER_DEVIATIONS)) {
+    if (!key.startsWith(`${file}:`)) continue;
+    const c = cases.find((x) => `${file}:${x.id}` === key);
+    assert.ok(c, `${key} is in the skip table but not in the vectors`);
+    assert.notEqual(c.allowed, deviation.allowed, `${key} is in the skip table but agrees with the peer`);
   }
 }

@@ -238,7 +238,24 @@ describe('one verdict for every spelling of a URL (RFC 9309 §2.2.2, §2.2.3; is
     assert.equal(decide('User-agent: *\nDisallow: /50%\n', ['x'], '/50%').allowed, false);
     assert.equal(normalisePattern('/a%'), '/a%');
     assert.equal(normalisePattern('/a%2'), '/a%2');
+    assert.equal(normalisePattern('/a%*b'), '/a%*b');
+    assert.equal(normalisePattern('/a%e$'), '/a%E$');
     assert.equal(normalisePath('/a%'), '/a%25');
+  });
+
+  it('a % that cannot begin an escape is a literal percent sign, in a rule as in the path (urllib.robotparser PercentEncodingTest)', () => {
+    // Before: `/p1%xy` stayed as written and never matched, since a path spells a lone % as %25.
+    assert.equal(normalisePattern('/p1%xy'), '/p1%25xy');
+    assert.equal(normalisePattern('/a%2x'), '/a%252x');
+    assert.equal(normalisePattern('/a%%'), '/a%25%');
+    const robots = 'User-agent: *\nDisallow: /p1%xy\nDisallow: /*hashid=%subscriber_hash%\n';
+    assert.equal(decide(robots, ['x'], '/p1%xy').allowed, false);
+    assert.equal(decide(robots, ['x'], '/p1%25xy').allowed, false);
+    assert.equal(decide(robots, ['x'], '/p1%2525xy').allowed, true);
+    // A real rule: the literal template a mailer left unfilled, which clients send as %25subscriber_hash%25.
+    assert.equal(decide(robots, ['x'], '/u?hashid=%25subscriber_hash%25').allowed, false);
+    assert.equal(decide(robots, ['x'], '/u?hashid=%subscriber_hash%').allowed, false);
+    assert.equal(decide(robots, ['x'], '/u?hashid=abc').allowed, true);
   });
 
   it('normalisePattern keeps the wildcard and the final anchor, and spells other $ as %24', () => {

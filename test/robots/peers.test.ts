@@ -1,0 +1,61 @@
+/**
+ * Other robots.txt implementations' test vectors (test/fixtures/peers, see its
+ * SOURCES), run through the engine with the agent read as a User-Agent header.
+ * Where a peer deliberately differs from RFC 9309, PEER_DEVIATIONS says what we
+ * answer and why.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { extractProductTokens } from '../../src/robots/agent.js';
+import { parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
+import {
+  PEER_DEVIATIONS,
+  PEER_FIXTURES_DIR,
+  assertPeerCase,
+  assertPeerDeviationsExist,
+  readVectors,
+  type PeerCase,
+} from './conformance-vectors.js';
+
+const PYTHON = 'cpython-test_robotparser.jsonl';
+
+describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
+  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, PYTHON);
+
+  it('has all 213 vectors', () => assert.equal(cases.length, 213));
+
+  for (const c of cases) {
+    const deviation = PEER_DEVIATIONS[`${PYTHON}:${c.id}`];
+    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path)}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(PYTHON, c));
+  }
+
+  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(PYTHON, cases));
+
+  it('crawl-delay and request-rate as Python reads them, for the agent its tests name', () => {
+    const figtree = parseRobotsTxt(cases.find((c) => c.id === 'CrawlDelayAndRequestRateTest#1')?.robots ?? '');
+    for (const agent of ['figtree', 'FigTree Robot libwww-perl/5.04']) {
+      const { group } = selectGroup(figtree, extractProductTokens(agent));
+      assert.equal(group?.crawlDelaySeconds, 3, agent);
+      assert.deepEqual(group?.requestRate, { requests: 9, seconds: 30 }, agent);
+    }
+    // InvalidRequestRateTest: `Request-rate: 9/banana` is ignored, the crawl-delay kept.
+    const invalid = parseRobotsTxt(cases.find((c) => c.id === 'InvalidRequestRateTest#1')?.robots ?? '');
+    assert.equal(invalid.groupsByToken.get('*')?.crawlDelaySeconds, 3);
+    assert.equal(invalid.groupsByToken.get('*')?.requestRate, undefined);
+    // InvalidCrawlDelayTest: `Crawl-delay: pears` is ignored.
+    assert.equal(parseRobotsTxt(cases.find((c) => c.id === 'InvalidCrawlDelayTest#1')?.robots ?? '').groupsByToken.get('*')?.crawlDelaySeconds, undefined);
+    // DefaultEntryTest: the `*` group's values for an agent without a group.
+    const defaults = parseRobotsTxt(cases.find((c) => c.id === 'DefaultEntryTest#1')?.robots ?? '');
+    const { group } = selectGroup(defaults, extractProductTokens('test_robotparser'));
+    assert.equal(group?.crawlDelaySeconds, 1);
+    assert.deepEqual(group?.requestRate, { requests: 3, seconds: 15 });
+  });
+
+  it('sitemaps as Python lists them (SitemapTest), none for a file without', () => {
+    assert.deepEqual(parseRobotsTxt(cases.find((c) => c.id === 'SitemapTest#1')?.robots ?? '').sitemaps, [
+      'http://www.gstatic.com/s2/sitemaps/profiles-sitemap.xml',
+      'http://www.google.com/hostednews/sitemap_index.xml',
+    ]);
+    assert.deepEqual(parseRobotsTxt(cases.find((c) => c.id === 'UserAgentWildcardTest#1')?.robots ?? '').sitemaps, []);
+  });
+});
