@@ -12,7 +12,7 @@
  * the characters, no regular expressions.
  */
 import { isGenericName, isDigit, isPlatformWord, isVersionName, kindOf, type CandidateKind } from './agent-words.js';
-import { isNameChar, leadingName } from './product-token.js';
+import { isName, isNameChar, leadingName } from './product-token.js';
 
 export { isValidProductToken } from './product-token.js';
 export type { CandidateKind } from './agent-words.js';
@@ -68,7 +68,8 @@ export function extractProductTokens(userAgent: string): string[] {
  * - generic browser, platform and boilerplate words (Mozilla, AppleWebKit,
  *   KHTML, like, Gecko, Chrome, Safari, Firefox, Version, Mobile, compatible,
  *   Windows, NT, Win64, x64, WOW64, X11, Linux, Android, iPhone, Macintosh,
- *   Intel, CPU, OS, ...), one-character words (`U`, `K`) and locale tags.
+ *   Intel, CPU, OS, ...), one-character words (`U`, `K`; not the name of
+ *   a `name/version` product, `d/12`) and locale tags.
  *
  * A part's name is its leading `[A-Za-z0-9_-]` run after any leading
  * punctuation (see product-token.ts): `Example!` gives `Example`, a
@@ -87,6 +88,12 @@ export function extractProductTokens(userAgent: string): string[] {
  * `ExampleBot` before `python-requests`. Duplicates are dropped
  * case-insensitively, keeping the best-ranked spelling. At most
  * {@link MAX_PRODUCT_TOKEN_CANDIDATES} are returned.
+ *
+ * A header that is one bare name and nothing else (`a`, `U`, `Chrome`,
+ * `008`; surrounding whitespace aside) gives that name, whatever the word
+ * lists say: the filters are for words among others, and such a header is
+ * what a test harness or a tool configured with only its product token
+ * sends (robots-parser's tests ask for `c`'s group as agent `c`).
  *
  * Bounds: only the first {@link USER_AGENT_SCAN_LIMIT_CHARS} characters are
  * read; each is looked at a constant number of times, so the work is linear
@@ -108,7 +115,13 @@ export function extractProductTokenCandidates(userAgent: string): ProductTokenCa
   if (typeof userAgent !== 'string' || userAgent.length === 0) return [];
   const isTruncated = userAgent.length > USER_AGENT_SCAN_LIMIT_CHARS;
   const text = isTruncated ? userAgent.slice(0, USER_AGENT_SCAN_LIMIT_CHARS) : userAgent;
-  return rank(collectCandidates(text, isTruncated));
+  const ranked = rank(collectCandidates(text, isTruncated));
+  if (ranked.length > 0 || isTruncated) return ranked;
+  // A header that is one bare name and nothing else (`a`, `U`, `Chrome`, `008`) names its sender:
+  // the filters that keep such words out of a browser's platform comment do not apply to it.
+  const start = text.length - text.trimStart().length;
+  const name = text.trim();
+  return isName(name) ? [{ token: name, kind: 'other', position: start }] : ranked;
 }
 
 /** A candidate while the header is read: the comment it came from decides whether it is a platform word. */
@@ -235,7 +248,8 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
   if (name.length === 0) return;
   const lower = name.toLowerCase();
   if (isVersionName(lower) && !(isProductName && isDigits(lower))) return;
-  if (isGenericName(lower)) {
+  // A one-character name is platform noise (`U`, `K`) unless it names a `name/version` product (`d/12`).
+  if (isGenericName(lower) && !(isProductName && lower.length === 1)) {
     if (reading.comment >= 0 && isPlatformWord(lower)) reading.platformComments.add(reading.comment);
     return;
   }

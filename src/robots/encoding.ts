@@ -15,12 +15,12 @@
  *   (`%7E` -> `~`), as §2.2.2 requires; reserved ones stay encoded (`%2F` stays);
  * - in a path, a `%` not followed by two hex digits becomes `%25` (it can
  *   only be a literal percent sign); in a pattern it stays `%`, as the
- *   reference keeps it, when it can still begin an escape of the path: at
- *   the end, before a `*` or the final `$`, or followed by one hex digit
- *   there (`Disallow: /jobs*%` blocks `/jobs/a%20b`, `/a%2` blocks `/a%2F`);
- *   any other lone `%` (`/p%xy`, `/p%2x`) can only be a literal percent
- *   sign, so it becomes `%25` as in a path (`Disallow: /p%xy` blocks the
- *   path `/p%xy`, spelt `/p%25xy`);
+ *   reference keeps it, where it reads as the start of an escape: at the
+ *   end or before a `*`, or followed by one hex digit and a `*`
+ *   (`Disallow: /jobs*%` blocks `/jobs/a%20b`, `*url%2*` blocks `/url%2F`);
+ *   any other lone `%` (`/p%xy`, `/p%2x`, `/a%e`, `/c40%$`) is a literal
+ *   percent sign, so it becomes `%25` as in a path (`Disallow: /p%xy`
+ *   blocks the path `/p%xy`, spelt `/p%25xy`);
  * - `$` and `*` written literally: in a path they are plain characters, which
  *   a pattern can only name as `%24` and `%2A` (§2.2.3), so a path spells them
  *   `%24` and `%2A`; in a pattern `*` is the wildcard and a final `$` the end
@@ -133,19 +133,18 @@ export function indexHtmlSlash(pattern: string): number {
 }
 
 /**
- * Whether the lone `%` at `octets[at]` of a pattern can still begin an escape of a normalised
- * path (`%XX`, upper-case hex): the pattern ends, or goes on with `*` or its final `$`, before
- * two more octets are needed (`/a%`, `/a%*b`, `/a%2`, `/a%e$`). Such a `%` is kept as the
- * reference keeps it; every other lone one (`/a%xy`, `/a%2x`) is a literal percent sign.
+ * Whether the lone `%` at `octets[at]` of a pattern stays `%`, the reference's literal octet that
+ * matches the `%` of any escape in a normalised path: when it ends the pattern or a `*` follows
+ * it (`/50%`, `/jobs*%`, `/*URL%*`), or one hex digit and a `*` (`*url%2*`: an escape's start).
+ * Every other lone `%` is a literal percent sign, spelt `%25` as a path spells it: before the
+ * final `$` (`/cached40%$` ends where the path's `%25` does), before one hex digit that ends the
+ * pattern (`/%a%a` names the path `/%a%a`, as the reference and robots-parser read it), or before
+ * anything else (`/p1%xy`).
  */
 function mayBeginEscape(octets: string, at: number): boolean {
-  for (let i = at + 1; i <= at + 2; i++) {
-    if (i === octets.length) return true;
-    const c = octets.charCodeAt(i);
-    if (c === 0x2a /* * */ || (c === 0x24 /* $ */ && i === octets.length - 1)) return true;
-    if (i === at + 2 || hexValue(c) < 0) return false;
-  }
-  return false;
+  const n = octets.length;
+  if (at + 1 === n || octets.charCodeAt(at + 1) === 0x2a /* * */) return true;
+  return hexValue(octets.charCodeAt(at + 1)) >= 0 && at + 2 < n && octets.charCodeAt(at + 2) === 0x2a;
 }
 
 /**

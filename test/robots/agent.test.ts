@@ -205,6 +205,25 @@ describe('names with digits (issue 7, item 4)', () => {
   });
 });
 
+describe("short names (robots-parser's tests ask for groups `a`, `c`, `d` with agents `c` and `d/12`)", () => {
+  it('a header that is one bare name gives it, whatever the word lists say', () => {
+    // Before: [] for each, so `User-agent: c` never applied to the agent `c`.
+    assert.deepEqual(extractProductTokens('c'), ['c']);
+    assert.deepEqual(extractProductTokens('  U  '), ['U']);
+    assert.deepEqual(extractProductTokens('Chrome'), ['Chrome']);
+    assert.deepEqual(extractProductTokens('008'), ['008']);
+    assert.equal(receivesGroupFor('c', 'c'), true);
+    // Not a bare name: the word filters still apply.
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (X11; U; Linux x86_64)'), []);
+    assert.deepEqual(extractProductTokens('c d'), []);
+  });
+  it('a one-character name counts when it names a name/version product, not in a platform comment', () => {
+    assert.deepEqual(extractProductTokens('d/12'), ['d']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; X/1.0)'), ['X']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (Windows; U; Windows NT 5.1; en-US; rv:1.9) Gecko/2008 Firefox/3.0'), []);
+  });
+});
+
 describe('hostile input', () => {
   it('tolerates unbalanced parentheses', () => {
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleBot/1.0'), ['ExampleBot']);

@@ -120,6 +120,8 @@ export interface PeerCase {
   allowed: boolean;
   /** Body and path are octet strings (one char per octet). */
   octets?: boolean;
+  /** The line of the rule that decides, as the peer reports it; -1 when none does. */
+  line?: number;
 }
 
 /** RFC 9309 §2.2.2 keeps reserved characters encoded: `%XX` of a reserved character and the character itself differ; the reference compares them as written too. */
@@ -178,6 +180,7 @@ export function assertPeerCase(file: string, c: PeerCase): void {
   const body = c.octets === true ? Buffer.from(c.robots, 'latin1') : c.robots;
   const result = evaluate(parseRobotsTxt(body), extractProductTokens(c.agent), pathSent(c));
   assert.equal(result.allowed, expected, `${file} ${c.id}: expected ${expected ? 'allowed' : 'disallowed'} for ${JSON.stringify(c.path)} as ${JSON.stringify(c.agent)}`);
+  if (c.line !== undefined) assert.equal(result.rule?.line ?? -1, c.line, `${file} ${c.id}: the deciding rule's line`);
 }
 
 /** Asserts that every peer skip-table entry of `file` names a case that exists and differs from the peer. */

@@ -18,6 +18,7 @@ import {
 } from './conformance-vectors.js';
 
 const PYTHON = 'cpython-test_robotparser.jsonl';
+const ROBOTS_PARSER = 'robots-parser-Robots.jsonl';
 
 describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
   const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, PYTHON);
@@ -57,5 +58,47 @@ describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
       'http://www.google.com/hostednews/sitemap_index.xml',
     ]);
     assert.deepEqual(parseRobotsTxt(cases.find((c) => c.id === 'UserAgentWildcardTest#1')?.robots ?? '').sitemaps, []);
+  });
+});
+
+describe(`peers: ${ROBOTS_PARSER} (robots-parser's tests, Node)`, () => {
+  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, ROBOTS_PARSER);
+
+  it('has all 119 vectors', () => assert.equal(cases.length, 119));
+
+  for (const c of cases) {
+    const deviation = PEER_DEVIATIONS[`${ROBOTS_PARSER}:${c.id}`];
+    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path.slice(0, 80))}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(ROBOTS_PARSER, c));
+  }
+
+  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(ROBOTS_PARSER, cases));
+
+  it('crawl-delay per agent, as robots-parser reads it: a delay applies to the user-agent lines just before it; an agent with no group of its own falls back to *', () => {
+    const perAgent = parseRobotsTxt('user-agent: a\ncrawl-delay: 1\nuser-agent: b\ndisallow: /d\nuser-agent: c\nuser-agent: d\ncrawl-delay: 10');
+    const delayOf = (robots: ReturnType<typeof parseRobotsTxt>, agent: string): number | undefined => selectGroup(robots, extractProductTokens(agent)).group?.crawlDelaySeconds;
+    assert.equal(delayOf(perAgent, 'a'), 1);
+    assert.equal(delayOf(perAgent, 'b'), undefined);
+    assert.equal(delayOf(perAgent, 'c'), 10);
+    assert.equal(delayOf(perAgent, 'd'), 10);
+    const invalid = parseRobotsTxt('user-agent: a\ncrawl-delay: 1.2.1\nuser-agent: b\ncrawl-delay: 1.a0\nuser-agent: c\nuser-agent: d\ncrawl-delay: 10a');
+    for (const agent of ['a', 'b', 'c', 'd']) assert.equal(delayOf(invalid, agent), undefined, agent);
+    const fallback = parseRobotsTxt('user-agent: *\ncrawl-delay: 1\nuser-agent: b\ncrawl-delay: 12\nuser-agent: c\nuser-agent: d\ncrawl-delay: 10');
+    assert.equal(delayOf(fallback, 'should-fall-back'), 1);
+    assert.equal(delayOf(fallback, 'd'), 10);
+    assert.equal(delayOf(fallback, 'dd'), 1);
+    assert.equal(delayOf(fallback, 'should-fall-back/1.0.0'), 1);
+    assert.equal(delayOf(fallback, 'd/12'), 10);
+    assert.equal(delayOf(fallback, 'dd / 0-32-3'), 1);
+    assert.equal(delayOf(parseRobotsTxt('user-agent: *\ncrawl-delay: 1\nuser-agent: b\ndisallow:'), 'b'), undefined);
+  });
+
+  it('sitemaps in file order, values trimmed', () => {
+    const robots = parseRobotsTxt('user-agent: a\ncrawl-delay: 1\nsitemap: http://example.com/test.xml\nuser-agent: b\ndisallow: /d\nsitemap: /sitemap.xml\nsitemap:     http://example.com/test/sitemap.xml     ');
+    assert.deepEqual(robots.sitemaps, ['http://example.com/test.xml', '/sitemap.xml', 'http://example.com/test/sitemap.xml']);
+  });
+
+  it('empty and invalid directives parse without a throw', () => {
+    const robots = parseRobotsTxt(['user-agent:', 'user-agent:::: a::', 'crawl-delay:', 'crawl-delay:::: 0:', 'host:', 'host:: example.com', 'sitemap:', 'sitemap:: site:map.xml', 'disallow:', 'disallow::: /:', 'allow:', 'allow::: /:'].join('\n'));
+    assert.ok(robots.lineCount === 12);
   });
 });
