@@ -3,7 +3,7 @@
  * The only place where a robots.txt outcome becomes a verdict and a reason.
  */
 import { evaluate } from '../robots/match.js';
-import { normalisePath, originResolvedPath } from '../robots/encoding.js';
+import { normalisePath, originDecodedPath, originResolvedPath } from '../robots/encoding.js';
 import { ROBOTS_REASONS, type Decision, type DecisionIdentity, type DecisionReason } from './decision.js';
 import type { PolicyMatch } from './operator-policy.js';
 import type { RobotsSnapshot } from './snapshot.js';
@@ -28,8 +28,9 @@ export interface DecisionRequest {
  *   `robots-unreachable`, except `/robots.txt` itself.
  * Crawl-delay comes from the group that applied (extension, §2.2.4).
  * An allowed path is also decided as an origin may resolve it
- * (`originResolvedPath`: encoded slashes, `//`, dot segments); when that is
- * disallowed, so is the request, and `path` names the resolved path.
+ * (`originResolvedPath`: encoded slashes, `//`, dot segments) and then decode
+ * it (`originDecodedPath`: `%3A` -> `:`, `%40` -> `@`, ...); when that is
+ * disallowed, so is the request, and `path` names the spelling decided.
  * Pure; never throws.
  */
 export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
@@ -43,6 +44,12 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
     const resolved = r.allowed ? originResolvedPath(r.path) : undefined;
     if (resolved !== undefined) {
       const alternative = evaluate(snapshot.robots, request.productTokens, resolved);
+      if (!alternative.allowed) r = alternative;
+    }
+    // `/wiki/Special%3ASearch` is served as `/wiki/Special:Search`: decided as that spelling too.
+    const decoded = r.allowed ? originDecodedPath(resolved ?? r.path) : undefined;
+    if (decoded !== undefined) {
+      const alternative = evaluate(snapshot.robots, request.productTokens, decoded);
       if (!alternative.allowed) r = alternative;
     }
     return {

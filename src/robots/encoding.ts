@@ -335,3 +335,31 @@ function resolvePath(path: string): string | undefined {
   const resolved = '/' + output.join('/') + (q === -1 ? '' : path.slice(q));
   return resolved === path ? undefined : resolved;
 }
+
+/**
+ * Escapes of reserved characters that origin servers decode in a path before they route it
+ * (nginx, Apache, MediaWiki, Express): `! & ' ( ) + , : ; = @ [ ]`. Not `%2F` and `%5C` (see
+ * {@link originResolvedPath}), not `%3F` and `%23` (a decoded `?` or `#` is part of a name, not
+ * a query or a fragment), not `%24` and `%2A` (a path spells `$` and `*` so, RFC 9309 §2.2.3),
+ * not `%25` (decoding it would make new escapes).
+ */
+const DECODED_BY_ORIGINS = /%(?:2[16-9BC]|3[ABD]|40|5[BD])/gi;
+
+/**
+ * The path with the escapes of reserved characters that origin servers decode
+ * ({@link DECODED_BY_ORIGINS}: `%3A` -> `:`, `%40` -> `@`, `%28` -> `(`, ...) decoded in its
+ * path part; the query is kept as it is, since there `%26` and `%3D` are data, not separators.
+ * `/wiki/Special%3ASearch` reaches what `Disallow: /wiki/Special:` names. Extension, not in
+ * RFC 9309, which keeps a reserved character's escape distinct from the character (§2.2.2):
+ * the proxy decides this spelling too so that encoding does not bypass a rule (README "No
+ * bypass by encoding"). `path` must already be normalised ({@link normalisePath}). Pure;
+ * never throws.
+ * @returns the decoded path plus query, or `undefined` when it equals `path`.
+ */
+export function originDecodedPath(path: string): string | undefined {
+  const q = path.indexOf('?');
+  const pathOnly = q === -1 ? path : path.slice(0, q);
+  if (pathOnly.indexOf('%') === -1) return undefined;
+  const decoded = pathOnly.replace(DECODED_BY_ORIGINS, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
+  return decoded === pathOnly ? undefined : decoded + (q === -1 ? '' : path.slice(q));
+}

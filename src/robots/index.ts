@@ -1,7 +1,7 @@
 /** The robots.txt engine (RFC 9309): parse once, match many times. Pure. */
 export { parseRobotsTxt, productTokenOf, DEFAULT_MAX_ROBOTS_BYTES, DEFAULT_MAX_CRAWL_DELAY_SECONDS, type ParseOptions } from './parse.js';
 export { evaluate, matchRule, selectGroup, type GroupSelection, type RobotsEvaluation, type RobotsOutcome } from './match.js';
-export { normalisePath, normaliseOctets, normalisePattern, patternPriority, extractPathAndQuery, originResolvedPath } from './encoding.js';
+export { normalisePath, normaliseOctets, normalisePattern, patternPriority, extractPathAndQuery, originDecodedPath, originResolvedPath } from './encoding.js';
 export type { Rule, RuleKind, Group, MergedGroup, RobotsTxt, ParseWarning, RequestRate } from './types.js';
 export {
   extractProductTokens,

@@ -90,6 +90,19 @@ describe('decide', () => {
     }
   });
 
+  it('cannot be bypassed by escaping a reserved character an origin decodes (%3A, %40, ...)', () => {
+    const robots = snapshot('ok', 'User-agent: *\nDisallow: /wiki/Special:\nDisallow: /a/@b\n');
+    for (const path of ['/wiki/Special%3ASearch', '/wiki/Special%3aSearch', '/a/%40b', '/x/..%2Fwiki/Special%3AX']) {
+      const d = decide(robots, request(path, ['AnyBot']));
+      assert.equal(d.verdict, 'deny', path);
+      assert.equal(d.reason, 'rule-disallow', path);
+    }
+    assert.equal(decide(robots, request('/wiki/Special%3ASearch', ['AnyBot'])).path, '/wiki/Special:Search');
+    for (const path of ['/wiki/Other%3AX', '/q?p=/wiki/Special%3AX', '/wiki/Special%253A']) {
+      assert.equal(decide(robots, request(path, ['AnyBot'])).verdict, 'allow', path);
+    }
+  });
+
   it('builds robots-less decisions with a reason and detail', () => {
     const d = decideWithoutRobots('target-private-network', { origin: 'http://10.0.0.1', detail: 'private' });
     assert.equal(d.verdict, 'deny');

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mayResolve, normaliseOctets, normalisePath, originResolvedPath } from '../../src/robots/encoding.js';
+import { mayResolve, normaliseOctets, normalisePath, originDecodedPath, originResolvedPath } from '../../src/robots/encoding.js';
 
 /** What `originResolvedPath` tested with a regex before the scan replaced it (the oracle). */
 const RESOLVABLE = /%2F|%5C|\\|;|\/\/|\/\.\.?(?:\/|$)/i;
@@ -98,6 +98,20 @@ describe('originResolvedPath, called again with the path it was just given', () 
         assert.equal(originResolvedPath(path), expected, `${path}, again`);
         assert.equal(originResolvedPath([...path].join('')), expected, `${path}, built apart`);
       }
+    }
+  });
+});
+
+describe('originDecodedPath', () => {
+  it('decodes the reserved characters origins decode in a path, any hex case, and keeps the query', () => {
+    assert.equal(originDecodedPath('/wiki/Special%3ASearch'), '/wiki/Special:Search');
+    assert.equal(originDecodedPath('/wiki/Special%3aSearch?q=%3A'), '/wiki/Special:Search?q=%3A');
+    assert.equal(originDecodedPath("/a%21%26%27%28%29%2B%2C%3A%3B%3D%40%5B%5D"), "/a!&'()+,:;=@[]");
+  });
+
+  it('answers undefined when nothing is decoded: no escape, or only the escapes that keep a meaning', () => {
+    for (const path of ['/wiki/Main_Page', '/search?q=%3A', '/a%2Fb', '/a%5Cb', '/a%3Fb', '/a%23b', '/a%24b', '/a%2Ab', '/a%25b', '/caf%C3%A9', '']) {
+      assert.equal(originDecodedPath(path), undefined, path);
     }
   });
 });
