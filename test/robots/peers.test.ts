@@ -19,6 +19,7 @@ import {
 
 const PYTHON = 'cpython-test_robotparser.jsonl';
 const ROBOTS_PARSER = 'robots-parser-Robots.jsonl';
+const TEMOTO = 'temoto-robotstxt_test.jsonl';
 
 describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
   const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, PYTHON);
@@ -101,4 +102,17 @@ describe(`peers: ${ROBOTS_PARSER} (robots-parser's tests, Node)`, () => {
     const robots = parseRobotsTxt(['user-agent:', 'user-agent:::: a::', 'crawl-delay:', 'crawl-delay:::: 0:', 'host:', 'host:: example.com', 'sitemap:', 'sitemap:: site:map.xml', 'disallow:', 'disallow::: /:', 'allow:', 'allow::: /:'].join('\n'));
     assert.ok(robots.lineCount === 12);
   });
+});
+
+describe(`peers: ${TEMOTO} (temoto/robotstxt's tests, Go)`, () => {
+  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, TEMOTO);
+
+  it('has all 11 vectors', () => assert.equal(cases.length, 11));
+
+  for (const c of cases) {
+    const deviation = PEER_DEVIATIONS[`${TEMOTO}:${c.id}`];
+    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path)}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(TEMOTO, c));
+  }
+
+  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(TEMOTO, cases));
 });
