@@ -16,11 +16,11 @@
  * - in a path, a `%` not followed by two hex digits becomes `%25` (it can
  *   only be a literal percent sign); in a pattern it stays `%`, as the
  *   reference keeps it, where it reads as the start of an escape: at the
- *   end or before a `*`, or followed by one hex digit and a `*`
- *   (`Disallow: /jobs*%` blocks `/jobs/a%20b`, `*url%2*` blocks `/url%2F`);
- *   any other lone `%` (`/p%xy`, `/p%2x`, `/a%e`, `/c40%$`) is a literal
- *   percent sign, so it becomes `%25` as in a path (`Disallow: /p%xy`
- *   blocks the path `/p%xy`, spelt `/p%25xy`);
+ *   end or before a `*`, or followed by one hex digit there
+ *   (`Disallow: /jobs*%` blocks `/jobs/a%20b`, `*url%2*` and `/url%2`
+ *   block `/url%2F`); any other lone `%` (`/p%xy`, `/p%2x`, `/c40%$`) is a
+ *   literal percent sign, so it becomes `%25` as in a path
+ *   (`Disallow: /p%xy` blocks the path `/p%xy`, spelt `/p%25xy`);
  * - `$` and `*` written literally: in a path they are plain characters, which
  *   a pattern can only name as `%24` and `%2A` (§2.2.3), so a path spells them
  *   `%24` and `%2A`; in a pattern `*` is the wildcard and a final `$` the end
@@ -135,16 +135,17 @@ export function indexHtmlSlash(pattern: string): number {
 /**
  * Whether the lone `%` at `octets[at]` of a pattern stays `%`, the reference's literal octet that
  * matches the `%` of any escape in a normalised path: when it ends the pattern or a `*` follows
- * it (`/50%`, `/jobs*%`, `/*URL%*`), or one hex digit and a `*` (`*url%2*`: an escape's start).
- * Every other lone `%` is a literal percent sign, spelt `%25` as a path spells it: before the
- * final `$` (`/cached40%$` ends where the path's `%25` does), before one hex digit that ends the
- * pattern (`/%a%a` names the path `/%a%a`, as the reference and robots-parser read it), or before
- * anything else (`/p1%xy`).
+ * it (`/50%`, `/jobs*%`, `/*URL%*`), or one hex digit that ends the pattern or precedes a `*`
+ * (`/a%2`, `*url%2*`): the start of an escape, which is all a `%` can begin in a valid URI (and
+ * `%2` also begins the `%25` of a literal percent sign), so `/a%2` blocks `/a%2F` as the
+ * reference does. Every other lone `%` is a literal percent sign, spelt `%25` as a path spells
+ * it: before the final `$` (`/cached40%$` ends where the path's `%25` does) or before anything
+ * else (`/p1%xy`).
  */
 function mayBeginEscape(octets: string, at: number): boolean {
   const n = octets.length;
   if (at + 1 === n || octets.charCodeAt(at + 1) === 0x2a /* * */) return true;
-  return hexValue(octets.charCodeAt(at + 1)) >= 0 && at + 2 < n && octets.charCodeAt(at + 2) === 0x2a;
+  return hexValue(octets.charCodeAt(at + 1)) >= 0 && (at + 2 === n || octets.charCodeAt(at + 2) === 0x2a);
 }
 
 /**

@@ -249,9 +249,12 @@ describe('one verdict for every spelling of a URL (RFC 9309 §2.2.2, §2.2.3; is
     assert.equal(normalisePattern('/p1%xy'), '/p1%25xy');
     assert.equal(normalisePattern('/a%2x'), '/a%252x');
     assert.equal(normalisePattern('/a%%'), '/a%25%');
-    // At the end, a % and one hex digit name the path that holds them (reference, robots-parser: `/%a%a`).
-    assert.equal(normalisePattern('/a%2'), '/a%252');
-    assert.equal(decide('User-agent: *\nDisallow: /%a%a\n', ['x'], '/%a%a/index.html').allowed, false);
+    // At the end, a % and one hex digit begin an escape, upper-cased as a path spells it; `%2` also begins a literal's %25.
+    assert.equal(normalisePattern('/a%2'), '/a%2');
+    assert.equal(normalisePattern('/a%e'), '/a%E');
+    assert.equal(decide('User-agent: *\nDisallow: /a%2\n', ['x'], '/a%2Fb').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a%2\n', ['x'], '/a%2').allowed, false);
+    assert.equal(decide('User-agent: *\nDisallow: /a%e\n', ['x'], '/a%eb').allowed, false);
     // Before the final $, a % can only be a literal one (real: `/coupons/*cached40%$`).
     assert.equal(normalisePattern('/a%$'), '/a%25$');
     assert.equal(decide('User-agent: *\nDisallow: /coupons/*cached40%$\n', ['x'], '/coupons/x-cached40%').allowed, false);
