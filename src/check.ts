@@ -2,8 +2,10 @@
  * `robots-proxy check`: decide offline, with the same engine the proxy uses.
  * Two modes:
  * - files: `--robots FILE (--user-agent UA | --token T) URL...` -> one line per URL;
- * - JSON lines on stdin (`--jsonl`): `{"robots", "url", "userAgent" | "token"}`
+ * - JSON lines on stdin (`--jsonl`): `{"robots", "url", "userAgent" | "token" | "agent"}`
  *   -> one JSON line per input line, in order; a malformed line gets `{"error"}`.
+ *   `agent` is the reference vectors' field (DESIGN.md, shared/conformance): a bare
+ *   product token, with the URL read as the reference reads it (any string).
  */
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -47,7 +49,19 @@ export function checkUrl(robots: RobotsTxt, productTokens: readonly string[], ur
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new UsageError(`not an http(s) URL: ${JSON.stringify(url)}`);
   }
-  const r = evaluate(robots, productTokens, extractPathAndQuery(url));
+  return answerOf(evaluate(robots, productTokens, extractPathAndQuery(url)), productTokens);
+}
+
+/**
+ * Decides one URL as the reference matcher takes it (`RobotsMatcher::OneAgentAllowedByRobots`):
+ * any string, its path, params and query read by `extractPathAndQuery` (the reference's
+ * `GetPathParamsQuery`: a relative or empty URL gives its path or `/`). Never throws.
+ */
+export function checkReferenceUrl(robots: RobotsTxt, productTokens: readonly string[], url: string): CheckAnswer {
+  return answerOf(evaluate(robots, productTokens, extractPathAndQuery(url)), productTokens);
+}
+
+function answerOf(r: RobotsEvaluation, productTokens: readonly string[]): CheckAnswer {
   return {
     allowed: r.allowed,
     reason: r.outcome,
@@ -143,18 +157,21 @@ function answerLine(line: string, parsedByBody: LRUCache<string, RobotsTxt>): Ch
     return { error: `invalid JSON: ${(err as Error).message}` };
   }
   if (typeof record !== 'object' || record === null || Array.isArray(record)) return { error: 'each line must be a JSON object' };
-  const { robots, url, userAgent, token } = record as Record<string, unknown>;
+  const { robots, url, userAgent, token, agent } = record as Record<string, unknown>;
   if (typeof robots !== 'string') return { error: '"robots" must be a string (the robots.txt body)' };
   if (typeof url !== 'string') return { error: '"url" must be a string (an absolute URL)' };
   if (token !== undefined && typeof token !== 'string') return { error: '"token" must be a string' };
   if (userAgent !== undefined && typeof userAgent !== 'string') return { error: '"userAgent" must be a string' };
-  if (token === undefined && userAgent === undefined) return { error: 'one of "userAgent" or "token" is required' };
+  if (agent !== undefined && typeof agent !== 'string') return { error: '"agent" must be a string' };
+  if (token === undefined && userAgent === undefined && agent === undefined) return { error: 'one of "userAgent", "token" or "agent" is required' };
   let parsed = parsedByBody.get(robots);
   if (parsed === undefined) {
     parsed = parseRobotsTxt(robots);
     parsedByBody.set(robots, parsed);
   }
   try {
+    // `agent`: the reference's vectors (`{"robots","agent","url"}`, shared/conformance): a bare product token, and a URL read as the reference reads it.
+    if (token === undefined && userAgent === undefined) return checkReferenceUrl(parsed, [agent as string], url);
     return checkUrl(parsed, tokensFor({ token: token as string | undefined, userAgent: userAgent as string | undefined }), url);
   } catch (err) {
     return { error: (err as Error).message };

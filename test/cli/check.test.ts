@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { runCli, type CliRun } from '../helpers/cli.js';
+import { CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE, expectedVerdict, readVectors, type MatchCase } from '../robots/conformance-vectors.js';
 
 /** `robots-proxy` with `args`, `stdin` on its standard input. */
 function run(args: string[], stdin = ''): Promise<CliRun> {
@@ -87,9 +88,26 @@ describe('robots-proxy check', () => {
     assert.ok(typeof out[1].error === 'string');
     assert.deepEqual(out[2], { allowed: true, reason: 'no-matching-rule', token: 'FooBot', candidates: ['FooBot'], group: 'FooBot', rule: null, crawlDelay: 0.5 });
     assert.ok(typeof out[3].error === 'string');
-    assert.match(out[4].error, /userAgent|token/);
+    assert.match(out[4].error, /userAgent|token|agent/);
     assert.equal(out[5].error, 'empty line');
     assert.equal(out[6].allowed, false);
+  });
+
+  it('reads the reference vectors as they are written ({"robots","agent","url"}, DESIGN.md): all 145 give their verdict', async () => {
+    // Before: every line was answered {"error": "one of \"userAgent\" or \"token\" is required"}.
+    const cases = readVectors<MatchCase>(CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE);
+    const input = cases.map((c) => JSON.stringify({ id: c.id, robots: c.robots, agent: c.agent, url: c.url, allowed: c.allowed })).join('\n') + '\n';
+    const r = await run(['check', '--jsonl'], input);
+    assert.equal(r.code, 1, r.stderr);
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { allowed?: boolean; error?: string; candidates?: string[] });
+    assert.equal(out.length, cases.length);
+    cases.forEach((c, i) => {
+      assert.equal(out[i]?.error, undefined, c.id);
+      assert.equal(out[i]?.allowed, expectedVerdict(c), c.id);
+    });
+    // `agent` is a bare token, as the reference takes it: `Foo Bar` is not `Foo`; an empty URL is `/`.
+    const bare = await run(['check', '--jsonl'], JSON.stringify({ robots: 'User-agent: Foo Bar\nDisallow: /\n', agent: 'Foo Bar', url: '' }) + '\n');
+    assert.deepEqual(JSON.parse(bare.stdout), { allowed: true, reason: 'no-matching-rule', token: null, candidates: ['Foo Bar'], group: null, rule: null, crawlDelay: null });
   });
 
   it('handles 10,000 JSON-lines cases in one run', async () => {
