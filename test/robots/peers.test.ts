@@ -21,17 +21,20 @@ const PYTHON = 'cpython-test_robotparser.jsonl';
 const ROBOTS_PARSER = 'robots-parser-Robots.jsonl';
 const TEMOTO = 'temoto-robotstxt_test.jsonl';
 
-describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
-  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, PYTHON);
-
-  it('has all 213 vectors', () => assert.equal(cases.length, 213));
-
+/** Reads `file`'s vectors and registers a test per vector, a count check and the skip-table check; returns the vectors. */
+function itPeerVectors(file: string, count: number): PeerCase[] {
+  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, file);
+  it(`has all ${count} vectors`, () => assert.equal(cases.length, count));
   for (const c of cases) {
-    const deviation = PEER_DEVIATIONS[`${PYTHON}:${c.id}`];
-    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path)}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(PYTHON, c));
+    const deviation = PEER_DEVIATIONS[`${file}:${c.id}`];
+    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path.slice(0, 80))}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(file, c));
   }
+  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(file, cases));
+  return cases;
+}
 
-  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(PYTHON, cases));
+describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
+  const cases = itPeerVectors(PYTHON, 213);
 
   it('crawl-delay and request-rate as Python reads them, for the agent its tests name', () => {
     const figtree = parseRobotsTxt(cases.find((c) => c.id === 'CrawlDelayAndRequestRateTest#1')?.robots ?? '');
@@ -63,16 +66,7 @@ describe(`peers: ${PYTHON} (urllib.robotparser's tests)`, () => {
 });
 
 describe(`peers: ${ROBOTS_PARSER} (robots-parser's tests, Node)`, () => {
-  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, ROBOTS_PARSER);
-
-  it('has all 119 vectors', () => assert.equal(cases.length, 119));
-
-  for (const c of cases) {
-    const deviation = PEER_DEVIATIONS[`${ROBOTS_PARSER}:${c.id}`];
-    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path.slice(0, 80))}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(ROBOTS_PARSER, c));
-  }
-
-  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(ROBOTS_PARSER, cases));
+  itPeerVectors(ROBOTS_PARSER, 119);
 
   it('crawl-delay per agent, as robots-parser reads it: a delay applies to the user-agent lines just before it; an agent with no group of its own falls back to *', () => {
     const perAgent = parseRobotsTxt('user-agent: a\ncrawl-delay: 1\nuser-agent: b\ndisallow: /d\nuser-agent: c\nuser-agent: d\ncrawl-delay: 10');
@@ -105,14 +99,5 @@ describe(`peers: ${ROBOTS_PARSER} (robots-parser's tests, Node)`, () => {
 });
 
 describe(`peers: ${TEMOTO} (temoto/robotstxt's tests, Go)`, () => {
-  const cases = readVectors<PeerCase>(PEER_FIXTURES_DIR, TEMOTO);
-
-  it('has all 11 vectors', () => assert.equal(cases.length, 11));
-
-  for (const c of cases) {
-    const deviation = PEER_DEVIATIONS[`${TEMOTO}:${c.id}`];
-    it(`${c.id} ${JSON.stringify(c.agent)} ${JSON.stringify(c.path)}${deviation ? ' (deviation: RFC 9309)' : ''}`, () => assertPeerCase(TEMOTO, c));
-  }
-
-  it('every deviation names a vector that exists and differs from the peer', () => assertPeerDeviationsExist(TEMOTO, cases));
+  itPeerVectors(TEMOTO, 11);
 });
