@@ -7,6 +7,7 @@
  *
  *   node bench/callgrind-js.mjs callgrind.out.1-01 /tmp/perf-PID.map [--per 4000] [--top 60]
  *   node bench/callgrind-js.mjs A.out A.map --vs B.out B.map --per 4000   (A − B, by function)
+ *   node bench/callgrind-js.mjs A.out A.map --per 4000 --inclusive 'connection-(drain|guard)'
  */
 import { readFileSync } from 'node:fs';
 
@@ -227,4 +228,48 @@ if (args.includes('--summary')) {
   }
   const per = (n) => Math.round(n / PER);
   console.log(JSON.stringify({ mainThread: per(total), timers: per(timers), gcSelf: per(gc), requestPath: per(total - timers - gc) }));
+}
+
+/**
+ * `--inclusive REGEX`: for functions whose (named) name matches, self and inclusive instructions
+ * (self plus every call they make; per request with --per). A recursive function counts its
+ * inner calls twice.
+ */
+const inclusiveOf = opt('inclusive', undefined);
+if (inclusiveOf !== undefined) {
+  const rows = readMap(args[1]);
+  const nameOf = (fn) => {
+    const m = /^0x([0-9a-f]+)$/.exec(fn);
+    return m ? (lookup(rows, parseInt(m[1], 16)) ?? 'JIT code (unnamed)') : fn;
+  };
+  const re = new RegExp(inclusiveOf);
+  const names = new Map();
+  const self = new Map();
+  const incl = new Map();
+  let fn = '';
+  let pending = false;
+  for (const line of readFileSync(args[0], 'utf8').split('\n')) {
+    const m = /^(c?fn)=\((\d+)\)(?: (.*))?$/.exec(line);
+    if (m) {
+      if (m[3] !== undefined) names.set(m[2], m[3]);
+      if (m[1] === 'fn') fn = nameOf(names.get(m[2]));
+      continue;
+    }
+    if (line.startsWith('calls=')) {
+      pending = true;
+      continue;
+    }
+    if (/^[+\-*]?\d/.test(line)) {
+      const cost = Number(line.trim().split(/\s+/)[1] ?? 0);
+      if (!re.test(fn)) {
+        pending = false;
+        continue;
+      }
+      if (!pending) self.set(fn, (self.get(fn) ?? 0) + cost);
+      incl.set(fn, (incl.get(fn) ?? 0) + cost);
+      pending = false;
+    }
+  }
+  console.log(`\nfunctions /${inclusiveOf}/: self, inclusive`);
+  for (const [k, v] of [...incl].sort((x, y) => y[1] - x[1]).slice(0, TOP)) console.log(`${((self.get(k) ?? 0) / PER).toFixed(0).padStart(9)}${(v / PER).toFixed(0).padStart(9)}  ${k.slice(0, 160)}`);
 }

@@ -5,6 +5,13 @@
  *
  *   node bench/request-instructions.mjs [--repo DIR] [--origins 50] [--mc 4] [--level warn]
  *     [--warm 20000] [--n 4000] [--node-flags "--import=/abs/probe.mjs"] [--no-valgrind]
+ *     [--close] [--role bare-dispatch]
+ *
+ * `--close`: every request on a new connection with `Connection: close` (50 at a time, one request
+ * each, the next connection opened when one closes): what a connection costs. `--mc` and `--level`
+ * accept `default` (the value of DIR's config/default.yaml, not overridden). `--role VARIANT` runs
+ * `node DIR/bench/floor-roles.mjs VARIANT` (e.g. `bare-dispatch`, `rp-forwarder`: bench/PROFILE.md,
+ * "The Node floor") under the same counting instead of the proxy.
  *
  * Starts `count` origins (one process, plain node: robots.txt allowing everything, a 96-byte
  * page), and `node DIR/dist/cli.js serve --config F` (DIR's config/default.yaml with the listen
@@ -36,12 +43,14 @@ const opt = (name, dflt) => {
 };
 const REPO = resolve(opt('repo', join(HERE, '..')));
 const ORIGINS = Number(opt('origins', 50));
-const MAX_CONCURRENCY = Number(opt('mc', 4));
+const MAX_CONCURRENCY = opt('mc', '4') === 'default' ? 'default' : Number(opt('mc', 4));
 const LEVEL = opt('level', 'warn');
 const WARM = Number(opt('warm', 20_000));
 const N = Number(opt('n', 4000));
 const NODE_FLAGS = (opt('node-flags', '') ?? '').split(' ').filter(Boolean);
 const VALGRIND = !args.includes('--no-valgrind');
+const CLOSE = args.includes('--close');
+const ROLE = opt('role', undefined);
 const CONNECTIONS = 50;
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const ROBOTS_TXT = 'User-agent: *\nAllow: /\n';
@@ -127,6 +136,38 @@ function load(port, requests, total) {
   });
 }
 
+/**
+ * Sends exactly `total` requests, each on a new connection that the request closes (`Connection:
+ * close`), `CONNECTIONS` connections at a time; resolves with the count of non-200 answers.
+ */
+function loadClose(port, requests, total) {
+  let sent = 0;
+  let done = 0;
+  let bad = 0;
+  return new Promise((resolveAll) => {
+    const one = () => {
+      if (sent >= total) return;
+      const req = requests[sent % requests.length];
+      sent++;
+      const sock = net.connect(port, '127.0.0.1');
+      sock.setNoDelay(true);
+      let head = '';
+      sock.setEncoding('latin1');
+      sock.on('data', (d) => {
+        if (head.length < 12) head += d;
+      });
+      sock.on('error', () => {});
+      sock.on('close', () => {
+        if (!head.startsWith('HTTP/1.1 200')) bad++;
+        if (++done === total) resolveAll(bad);
+        else one();
+      });
+      sock.write(req);
+    };
+    for (let i = 0; i < Math.min(CONNECTIONS, total); i++) one();
+  });
+}
+
 async function main() {
   const work = mkdtempSync(join(process.env.TMPDIR ?? os.tmpdir(), 'req-instr-'));
   const origins = spawn(process.execPath, [fileURLToPath(import.meta.url), '--origins-role', String(ORIGINS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -141,23 +182,29 @@ async function main() {
     [['log', 'level'], LEVEL],
     [['pacing', 'maxConcurrency'], MAX_CONCURRENCY],
   ])
-    doc.setIn(key, value);
+    if (value !== 'default' && !Number.isNaN(value)) doc.setIn(key, value);
   const configPath = join(work, 'config.yaml');
   writeFileSync(configPath, doc.toString());
   const outFile = join(work, 'callgrind.out');
-  const nodeArgv = [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cli.js'), 'serve', '--config', configPath];
+  const nodeArgv =
+    ROLE === undefined
+      ? [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cli.js'), 'serve', '--config', configPath]
+      : [process.execPath, ...NODE_FLAGS, join(REPO, 'bench/floor-roles.mjs'), ROLE];
   const argv = VALGRIND ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, ...nodeArgv] : nodeArgv;
-  const proxy = spawn(argv[0], argv.slice(1), { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proxy = spawn(argv[0], argv.slice(1), { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe', ...(ROLE === undefined ? [] : ['ipc'])] });
   let stderr = '';
   proxy.stderr.on('data', (d) => (stderr += d));
   try {
-    await waitForPort(port, proxy, 300_000);
+    // A floor role listens on a port of its own choosing and sends it over IPC.
+    const target = ROLE === undefined ? port : (await new Promise((r) => proxy.once('message', r))).port;
+    await waitForPort(target, proxy, 300_000);
     const requests = ports.map((p) =>
-      Buffer.from(`GET http://127.0.0.1:${p}/page/1?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nUser-Agent: ${BOT_UA}\r\n\r\n`, 'latin1'),
+      Buffer.from(`GET http://127.0.0.1:${p}/page/1?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nUser-Agent: ${BOT_UA}\r\n${CLOSE ? 'Connection: close\r\n' : ''}\r\n`, 'latin1'),
     );
-    await load(port, requests, WARM);
+    const send = CLOSE ? loadClose : load;
+    await send(target, requests, WARM);
     if (VALGRIND) execFileSync('callgrind_control', ['-i', 'on', String(proxy.pid)], { stdio: 'ignore' });
-    const bad = await load(port, requests, N);
+    const bad = await send(target, requests, N);
     if (VALGRIND) {
       execFileSync('callgrind_control', ['-d', String(proxy.pid)], { stdio: 'ignore' });
       execFileSync('callgrind_control', ['-i', 'off', String(proxy.pid)], { stdio: 'ignore' });
@@ -177,7 +224,7 @@ async function main() {
         if (f.endsWith('-01')) mainThread = n;
       }
     }
-    console.log(JSON.stringify({ repo: REPO, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
+    console.log(JSON.stringify({ repo: REPO, ...(ROLE !== undefined ? { role: ROLE } : {}), close: CLOSE, pid: proxy.pid, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
   } catch (err) {
     console.error(String(err), stderr.slice(-2000));
     process.exitCode = 1;
