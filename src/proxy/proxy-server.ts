@@ -18,6 +18,7 @@ import { guardSocketRequest, RequestBoundary } from './error-boundary.js';
 import { answerClientError, refuseRequest } from './own-answer.js';
 import { missingHostDetail, parseProxyTarget } from './proxy-target.js';
 import { ConnectionTracker } from './connection-drain.js';
+import { acceptWithStableSocketOptions } from './socket-accept.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -71,6 +72,8 @@ export class ProxyServer {
       // Checked in onRequest/onUpgrade, so that the 400 is the proxy's own answer with its access line.
       requireHostHeader: false,
     });
+    // Node 20 makes new hidden classes for every accepted socket; this accept gives its options one shape.
+    acceptWithStableSocketOptions(this.server);
     // Before the request listener: a drain must see each response before anything is written to it.
     // The guard is the tracker's policy: one record, one close listener per connection for both.
     this.drainTracker = new ConnectionTracker(this.server, deps.connections);
