@@ -217,9 +217,14 @@ export class ConnectionTracker {
    * @internal
    */
   responseClosed(connection: TrackedConnection): void {
-    if (connection.activeRequests > 0 || connection.isDetached || connection.socket.destroyed) return;
+    const socket = connection.socket;
+    if (connection.activeRequests > 0 || connection.isDetached || socket.destroyed) return;
+    // The server is closing it (the response's `Connection: close`): Node ended it after the response
+    // was handed to the kernel, and destroys it once the FIN is sent, whatever the client does. Not an
+    // idle phase for the policy to bound (a list insert and removal per close request, issue 11).
+    if (socket.writableEnded) return;
     // A response that went out with keep-alive before the drain: its connection ends now.
-    if (this.#isDraining) endSoon(connection.socket);
+    if (this.#isDraining) endSoon(socket);
     else this.#policy?.idle(connection);
   }
 

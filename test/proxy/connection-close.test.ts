@@ -13,7 +13,7 @@ import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { siteHandler, startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
 import { openRawClient, rawExchange, waitFor } from '../helpers/proxy-client.js';
-import { ConnectionTracker } from '../../src/proxy/connection-drain.js';
+import { ConnectionTracker, type ConnectionPolicy } from '../../src/proxy/connection-drain.js';
 import { ConnectionGuard } from '../../src/proxy/connection-guard.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 
@@ -164,6 +164,45 @@ describe('ConnectionTracker with the ConnectionGuard as its policy', () => {
     assert.deepEqual(guard.stats(), { open: 0, clients: 0 }, 'forgotten at once');
     assert.equal(tracker.detachedSockets, 0);
     await tunnel.closed;
+  });
+
+  it('a response that closes its connection starts no idle phase; a keep-alive one does', async () => {
+    timersArmed = 0;
+    held = [];
+    server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '2' });
+      res.end('ok');
+    });
+    guard = new ConnectionGuard({ maxConnections: 100, maxConnectionsPerClient: 100, idleTimeoutMs: IDLE_MS, clock: countingClock });
+    /** The guard, counting the idle phases the tracker tells it of. */
+    let idlePhases = 0;
+    const counting: ConnectionPolicy = {
+      install: (s, connectionOf) => guard.install(s, connectionOf),
+      admit: (socket) => guard.admit(socket),
+      idle: (connection) => {
+        idlePhases += 1;
+        guard.idle(connection);
+      },
+      busy: (connection) => guard.busy(connection),
+      detached: (connection) => guard.detached(connection),
+      closed: (connection) => guard.closed(connection),
+      advertisedKeepAliveMs: guard.advertisedKeepAliveMs,
+    };
+    tracker = new ConnectionTracker(server, counting);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+
+    const answer = await rawExchange(port, 'GET /quick HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 200 OK/);
+    await waitFor(() => guard.stats().open === 0, 'the closed connection forgotten');
+    assert.equal(idlePhases, 1, 'only the phase before its request');
+
+    const client = await connect(port);
+    client.socket.write('GET /quick HTTP/1.1\r\nHost: t\r\n\r\n');
+    await waitFor(() => idlePhases === 3, 'accepted, then idle again after its response');
+    const answeredAt = performance.now();
+    await client.closed;
+    assert.ok(performance.now() - answeredAt >= IDLE_MS - 5, 'the keep-alive connection is closed by the idle timeout');
   });
 
   it('a guard bounds one server', async () => {
