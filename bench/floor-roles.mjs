@@ -31,7 +31,9 @@
  * as robots-proxy frees its pacer slot): what the per-origin cap costs on Node's stack with the
  * cheapest bookkeeping (`rp-forwarder-cap4` in the bench); `spinUs` (rp-forwarder only) adds that
  * many µs of busy work per request as it arrives, before the semaphore (a forwarder as slow as
- * robots-proxy's pipeline, with the same syscalls: does the cap's cost grow with the work per request?).
+ * robots-proxy's pipeline, with the same syscalls: does the cap's cost grow with the work per request?);
+ * `stableAccept` (any variant) installs robots-proxy's accept (dist/proxy/socket-accept.js: the
+ * accepted socket's options in one shape, no new V8 maps per connection) on the server.
  *
  * Every forwarder drops hop-by-hop fields and those named in Connection (RFC 9110 §7.6.1), sets
  * Host, answers 502 when the origin fails, and aborts the upstream exchange when the client
@@ -387,6 +389,7 @@ const handlers = {
 };
 if (!(variant in handlers)) throw new Error(`floor-roles: unknown variant ${variant}; one of ${Object.keys(handlers).join(', ')}`);
 const server = http.createServer(serverOptions, await handlers[variant]());
+if (options.stableAccept === true) (await import(new URL('../dist/proxy/socket-accept.js', import.meta.url))).acceptWithStableSocketOptions(server);
 server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
 process.on('disconnect', () => process.exit(0));
 process.on('SIGTERM', () => process.exit(0));

@@ -5,7 +5,7 @@
  *
  *   node bench/request-instructions.mjs [--repo DIR] [--origins 50] [--mc 4] [--level warn]
  *     [--warm 20000] [--n 4000] [--node-flags "--import=/abs/probe.mjs"] [--no-valgrind]
- *     [--close] [--role bare-dispatch]
+ *     [--close] [--role bare-dispatch] [--role-options '{"stableAccept":true}']
  *
  * `--close`: every request on a new connection with `Connection: close` (50 at a time, one request
  * each, the next connection opened when one closes): what a connection costs. `--mc` and `--level`
@@ -51,6 +51,7 @@ const NODE_FLAGS = (opt('node-flags', '') ?? '').split(' ').filter(Boolean);
 const VALGRIND = !args.includes('--no-valgrind');
 const CLOSE = args.includes('--close');
 const ROLE = opt('role', undefined);
+const ROLE_OPTIONS = opt('role-options', '{}');
 const CONNECTIONS = 50;
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const ROBOTS_TXT = 'User-agent: *\nAllow: /\n';
@@ -189,7 +190,7 @@ async function main() {
   const nodeArgv =
     ROLE === undefined
       ? [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cli.js'), 'serve', '--config', configPath]
-      : [process.execPath, ...NODE_FLAGS, join(REPO, 'bench/floor-roles.mjs'), ROLE];
+      : [process.execPath, ...NODE_FLAGS, join(REPO, 'bench/floor-roles.mjs'), ROLE, ROLE_OPTIONS];
   const argv = VALGRIND ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, ...nodeArgv] : nodeArgv;
   const proxy = spawn(argv[0], argv.slice(1), { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe', ...(ROLE === undefined ? [] : ['ipc'])] });
   let stderr = '';
@@ -224,7 +225,7 @@ async function main() {
         if (f.endsWith('-01')) mainThread = n;
       }
     }
-    console.log(JSON.stringify({ repo: REPO, ...(ROLE !== undefined ? { role: ROLE } : {}), close: CLOSE, pid: proxy.pid, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
+    console.log(JSON.stringify({ repo: REPO, ...(ROLE !== undefined ? { role: ROLE, roleOptions: JSON.parse(ROLE_OPTIONS) } : {}), close: CLOSE, pid: proxy.pid, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
   } catch (err) {
     console.error(String(err), stderr.slice(-2000));
     process.exitCode = 1;
