@@ -262,14 +262,14 @@ function dispatchForwarder(raw) {
 
 /**
  * rp-forwarder: robots-proxy's own forwarder (dist/proxy/forwarder.js, the tsc build) and header
- * handling (forwardableHeaders both ways, the target guard's connector, the write bound of the
+ * handling (forwardableHeaders upstream, forwardableResponseFields back, the target guard's connector, the write bound of the
  * default config), with nothing of the pipeline around it: no admission, robots.txt, pacing, log or
  * metrics. The difference to bare-dispatch is the forwarder's own; to rp, the rest of the pipeline.
  */
 async function rpForwarder() {
   const dist = new URL('../dist/proxy/', import.meta.url);
   const { UpstreamForwarder } = await import(new URL('forwarder.js', dist).href);
-  const { forwardableHeaders, makeViaPseudonym } = await import(new URL('headers.js', dist).href);
+  const { forwardableHeaders, forwardableResponseFields, makeViaPseudonym } = await import(new URL('headers.js', dist).href);
   const { TargetGuard } = await import(new URL('target-guard.js', dist).href);
   const guard = new TargetGuard({ allowPrivate: true });
   // config/default.yaml: upstream.connectTimeout 10 s, upstream.timeout 30 s, clients.responseWriteTimeout 30 s.
@@ -280,7 +280,7 @@ async function rpForwarder() {
     headers['host'] = target.host;
     forwarder.relay({ origin: target.origin, method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null }, res, {
       onSent: () => undefined,
-      onResponseHead: (status, upstreamHeaders) => res.writeHead(status, forwardableHeaders(upstreamHeaders, '1.1', via)),
+      onResponseHead: (status, rawHeaders) => res.writeHead(status, forwardableResponseFields(rawHeaders, '1.1', via)),
       onUpstreamEnd: release,
       onSettled: (outcome) => {
         release?.();

@@ -2,11 +2,13 @@
  * Forwards allowed requests upstream through one undici `Pool` per origin
  * (keep-alive, bounded by an LRU of origins) and relays the response straight
  * into the client's `ServerResponse` with a dispatch handler: no intermediate
- * body stream, backpressure through the dispatch controller. Upgrade requests
- * (WebSocket) go through http-proxy instead; see upgrade.ts.
+ * body stream, backpressure through the parser's pause and resume. The handler
+ * is undici's raw one (`onHeaders(status, rawHeaders)`): the response head
+ * arrives as the origin's raw fields and no header object is built for it
+ * (issue 11). Upgrade requests (WebSocket) go through http-proxy instead; see
+ * upgrade.ts.
  */
 import type { ServerResponse } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { SecureContext } from 'node:tls';
 import { Pool, buildConnector, type Dispatcher } from 'undici';
@@ -63,11 +65,14 @@ export interface RelayHooks {
   /** undici hands the request to a connection now (right before the head is written). */
   onSent(): void;
   /**
-   * The final response head arrived: write it to the client (status, headers).
-   * The body follows into the same response. Called with the first body byte, or at the end
-   * of a response without a body; never when the origin fails before either.
+   * The final response head arrived: write it to the client. `rawHeaders` is undici's raw head,
+   * `[name, value, name, value, ...]` as the origin wrote it (`Buffer`s; every field, hop-by-hop
+   * ones included, in the origin's order and spelling: `forwardableResponseFields` in headers.ts
+   * makes the fields to relay). The body follows into the same response. Called with the first
+   * body byte, or at the end of a response without a body; never when the origin fails before
+   * either.
    */
-  onResponseHead(status: number, headers: IncomingHttpHeaders): void;
+  onResponseHead(status: number, rawHeaders: readonly Buffer[]): void;
   /**
    * The upstream response ended (the origin's part is over); the last bytes may still be on
    * their way to the client, and the relay settles once they are flushed. Optional.
@@ -120,12 +125,20 @@ export function upstreamErrorCode(err: unknown): string {
  */
 type WriteDeadlines = HoldList<ResponseRelay>;
 
-/** Relays one upstream response into a ServerResponse (undici's dispatch handler API). */
+/**
+ * Relays one upstream response into a ServerResponse, with undici's raw dispatch handler API
+ * (`onConnect`, `onHeaders`, `onData`, `onComplete`, `onError`): undici hands it the raw head and
+ * calls it without the wrapper, controller object and parsed header object its newer
+ * `onResponseStart` API costs per request (issue 11).
+ */
 class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
-  private controller: Dispatcher.DispatchController | undefined;
+  /** undici's abort of this exchange, once it has a connection (undefined: not started). */
+  private abortUpstream: ((err?: Error) => void) | undefined = undefined;
+  /** undici's resume of a paused response. */
+  private resumeUpstream: (() => void) | undefined = undefined;
   private status: number | undefined;
-  /** The final response head, until the first body byte or the end hands it to `hooks.onResponseHead`. */
-  private pendingHead: IncomingHttpHeaders | undefined = undefined;
+  /** The final response head's raw fields, until the first body byte or the end hands them to `hooks.onResponseHead`. */
+  private pendingHead: readonly Buffer[] | undefined = undefined;
   private bytesSent = 0;
   private clientAborted = false;
   private upstreamEnded = false;
@@ -153,13 +166,13 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     if (this.res.writableFinished || this.settled || this.writeTimedOut) return;
     this.clientAborted = true;
     // Upstream done (or never started): nothing will call back; settle now.
-    if (this.upstreamEnded || this.controller === undefined) return this.finish(undefined);
-    this.controller.abort(new Error('client closed the connection'));
+    if (this.upstreamEnded || this.abortUpstream === undefined) return this.finish(undefined);
+    this.abortUpstream(new Error('client closed the connection'));
   };
 
   private readonly onDrain = (): void => {
     this.clearWriteTimer();
-    this.controller?.resume();
+    this.resumeUpstream?.();
   };
 
   private readonly onFlushed = (): void => this.finish(undefined);
@@ -181,8 +194,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.writeTimedOut = true;
     // Headers are out: a close is the only answer left. The origin's exchange is abandoned too.
     this.res.destroy();
-    if (this.upstreamEnded || this.controller === undefined) return this.finish(CLIENT_WRITE_TIMEOUT);
-    this.controller.abort(Object.assign(new Error('the client did not read the response in time'), { code: CLIENT_WRITE_TIMEOUT }));
+    if (this.upstreamEnded || this.abortUpstream === undefined) return this.finish(CLIENT_WRITE_TIMEOUT);
+    this.abortUpstream(Object.assign(new Error('the client did not read the response in time'), { code: CLIENT_WRITE_TIMEOUT }));
   }
 
   private finish(error: string | undefined): void {
@@ -195,19 +208,26 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.hooks.onSettled({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted, upstreamEnded: this.upstreamEnded });
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.clientAborted) return controller.abort(new Error('client closed the connection'));
+  /** undici hands the request to a connection (`abort` ends the exchange with an error). */
+  onConnect(abort: (err?: Error) => void): void {
+    this.abortUpstream = abort;
+    if (this.clientAborted) return abort(new Error('client closed the connection'));
     this.hooks.onSent();
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (statusCode < 200) return; // 1xx informational: not relayed (the client gets the final response).
+  /**
+   * A response head: `rawHeaders` as the origin wrote them, `Buffer`s (views of the bytes read,
+   * never reused by undici). Returns true: the body may flow.
+   */
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx informational: not relayed (the client gets the final response).
     this.status = statusCode;
+    this.resumeUpstream = resume;
     // Handed to the hook with the first body byte or the end: Node puts a head on the wire only
     // then anyway, and an origin that fails before either (a malformed first chunk, a reset) leaves
     // the response unwritten, so the client gets the proxy's 502 instead of a close without a byte.
-    this.pendingHead = headers;
+    this.pendingHead = rawHeaders;
+    return true;
   }
 
   /** Hands the held response head to the hook (once). */
@@ -218,17 +238,18 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.hooks.onResponseHead(this.status as number, headers);
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  /** A body chunk: written to the client; false (pause the origin's response) while the client's socket is full. */
+  onData(chunk: Buffer): boolean {
     if (this.pendingHead !== undefined) this.writeHead();
     this.bytesSent += chunk.length;
-    if (!this.res.write(chunk)) {
-      controller.pause();
-      this.res.once('drain', this.onDrain);
-      this.armWriteTimer();
-    }
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', this.onDrain);
+    this.armWriteTimer();
+    return false;
   }
 
-  onResponseEnd(): void {
+  /** The response ended (trailers are not relayed). */
+  onComplete(): void {
     if (this.pendingHead !== undefined) this.writeHead();
     this.upstreamEnded = true;
     this.hooks.onUpstreamEnd?.();
@@ -245,7 +266,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     this.armWriteTimer();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  /** The exchange failed (upstream error, timeout, or an abort of ours). */
+  onError(error: Error): void {
     this.finish(this.writeTimedOut ? CLIENT_WRITE_TIMEOUT : this.clientAborted ? 'CLIENT_ABORTED' : upstreamErrorCode(error));
   }
 }
@@ -318,7 +340,7 @@ export class UpstreamForwarder {
         handler,
       );
     } catch (err) {
-      handler.onResponseError(undefined as unknown as Dispatcher.DispatchController, err as Error);
+      handler.onError(err as Error);
     }
   }
 

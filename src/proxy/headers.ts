@@ -46,7 +46,11 @@ function parseConnectionValue(value: string): Set<string> {
 function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): ReadonlySet<string> | undefined {
   const value = headers['connection'];
   if (value === undefined) return undefined;
-  const text = String(Array.isArray(value) ? value.join(',') : value);
+  return namesListedIn(String(Array.isArray(value) ? value.join(',') : value));
+}
+
+/** The names in a `Connection` value `text`, lower case; cached per value ({@link listedByValue}). */
+function namesListedIn(text: string): ReadonlySet<string> {
   if (text.length > MAX_CACHED_CONNECTION_CHARS) return parseConnectionValue(text);
   let listed = listedByValue.get(text);
   if (listed === undefined) {
@@ -54,6 +58,22 @@ function connectionListed(headers: IncomingHttpHeaders | OutgoingHttpHeaders): R
     if (listedByValue.size < MAX_CACHED_CONNECTION_VALUES) listedByValue.set(text, listed);
   }
   return listed;
+}
+
+/** The `Connection` values whose names are all hop-by-hop already (`keep-alive`, `close`, ...): nothing more to drop. Bounded like {@link listedByValue}. */
+const listsOnlyHopByHop = new Set<string>();
+
+/**
+ * The names in a `Connection` value `text` (lower case) that are not hop-by-hop by themselves,
+ * or undefined when there are none (`keep-alive`, `close`: the value nearly every origin sends,
+ * answered by one set lookup).
+ */
+function extraNamesListedIn(text: string): ReadonlySet<string> | undefined {
+  if (listsOnlyHopByHop.has(text)) return undefined;
+  const listed = namesListedIn(text);
+  for (const name of listed) if (!HOP_BY_HOP.has(name)) return listed;
+  if (text.length <= MAX_CACHED_CONNECTION_CHARS && listsOnlyHopByHop.size < MAX_CACHED_CONNECTION_VALUES) listsOnlyHopByHop.add(text);
+  return undefined;
 }
 
 /**
@@ -83,6 +103,93 @@ export function forwardableHeaders(
   }
   out['via'] = appendedVia(out['via'], protocolVersion, pseudonym);
   return out;
+}
+
+/**
+ * Name lengths of the response fields {@link forwardableResponseFields} must recognise: the
+ * hop-by-hop ones (2 `te`, 7 `trailer` `upgrade`, 10 `connection` `keep-alive`, 16
+ * `proxy-connection`, 17 `transfer-encoding`, 18 `proxy-authenticate`, 19 `proxy-authorization`),
+ * 3 `via` and 11 `retry-after`. A name of another length is relayed without being lower-cased.
+ */
+const NOTED_NAME_LENGTH = new Uint8Array(32);
+for (const n of [2, 3, 7, 10, 11, 16, 17, 18, 19]) NOTED_NAME_LENGTH[n] = 1;
+
+/** A raw head's name or value as a string: undici's `Buffer`s read as latin1 (one character per byte, as Node writes a head back). */
+function latin1Of(field: Buffer | string): string {
+  return typeof field === 'string' ? field : field.toString('latin1');
+}
+
+/** Where {@link forwardableResponseFields} leaves the head's first `Retry-After` value (undefined: none). */
+export interface RetryAfterSink {
+  retryAfter: string | undefined;
+}
+
+/**
+ * The fields of an upstream response head to relay to the client, for
+ * `res.writeHead(status, fields)`: a flat array `[name, value, name, value, ...]` of latin1
+ * strings, from undici's raw head (`raw`: the same shape, `Buffer`s as the origin wrote them; a
+ * name or value may already be a string). Every field keeps the origin's spelling, order and
+ * repetitions (each `Set-Cookie` its own line), except the hop-by-hop fields and those named in
+ * `Connection` (RFC 9110 §7.6.1), which are dropped; the `Via` fields become one, at the first
+ * one's place, with this proxy's hop `protocolVersion pseudonym` appended, or a `via` field at the
+ * end when the origin sent none (§7.6.3). No header object is built (issue 11). The first
+ * `Retry-After` value (hop-by-hop or not) is left in `sink.retryAfter` when `sink` is given.
+ * Pure but for `sink`; never throws.
+ */
+export function forwardableResponseFields(raw: readonly (Buffer | string)[], protocolVersion: string, pseudonym: string, sink?: RetryAfterSink): string[] {
+  const fields: string[] = [];
+  let connection: string | undefined;
+  let hasVia = false;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = latin1Of(raw[i] as Buffer | string);
+    const value = latin1Of(raw[i + 1] as Buffer | string);
+    if (name.length < 32 && NOTED_NAME_LENGTH[name.length] === 1) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower)) {
+        if (lower === 'connection') connection = connection === undefined ? value : flatJoin([connection, value], ',');
+        continue;
+      }
+      if (lower === 'via') hasVia = true;
+      else if (lower === 'retry-after' && sink !== undefined && sink.retryAfter === undefined) sink.retryAfter = value;
+    }
+    fields.push(name, value);
+  }
+  const listed = connection === undefined ? undefined : extraNamesListedIn(connection);
+  if (listed === undefined && !hasVia) {
+    fields.push('via', hopOf(protocolVersion, pseudonym));
+    return fields;
+  }
+  return withListedDroppedAndVia(fields, listed, protocolVersion, pseudonym);
+}
+
+/**
+ * `fields` (flat, names as received) without the fields named in `listed` (lower case), and with
+ * the `Via` fields made one, at the first one's place, this proxy's hop appended (or added at the
+ * end). Compacts `fields` in place and returns it. The rare path of {@link forwardableResponseFields}.
+ */
+function withListedDroppedAndVia(fields: string[], listed: ReadonlySet<string> | undefined, protocolVersion: string, pseudonym: string): string[] {
+  let kept = 0;
+  let viaAt = -1;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i] as string;
+    const value = fields[i + 1] as string;
+    const lower = name.toLowerCase();
+    if (listed?.has(lower)) continue;
+    if (lower === 'via') {
+      if (viaAt >= 0) {
+        fields[viaAt] = flatJoin([fields[viaAt] as string, value], ', ');
+        continue;
+      }
+      viaAt = kept + 1;
+    }
+    fields[kept] = name;
+    fields[kept + 1] = value;
+    kept += 2;
+  }
+  fields.length = kept;
+  if (viaAt < 0) fields.push('via', hopOf(protocolVersion, pseudonym));
+  else fields[viaAt] = appendedVia(fields[viaAt], protocolVersion, pseudonym);
+  return fields;
 }
 
 /**

@@ -5,7 +5,6 @@
  * orders the steps; this file holds what one request carries between them (issue 11: one record
  * per request instead of a closure per callback).
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import { Transform } from 'node:stream';
 import type { Clock } from '../clock.js';
 import { CancelSignal, type AcquireOutcome, type Slot } from '../pacing/index.js';
@@ -14,7 +13,7 @@ import type { Decision } from '../policy/decision.js';
 import type { Identity } from '../policy/identity.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { SlotHoldWaitingOn } from '../audit/limit-events.js';
-import { forwardableHeaders } from './headers.js';
+import { forwardableResponseFields } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, type RelayHooks, type RelayOutcome } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER } from './responses.js';
@@ -238,17 +237,17 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     this.slot?.markSent();
   }
 
-  /** The origin's response head: relayed with the decision header and the request id. */
-  onResponseHead(status: number, upstreamHeaders: IncomingHttpHeaders): void {
+  /**
+   * The origin's response head (undici's raw fields): relayed field by field as the origin wrote
+   * them, less the hop-by-hop ones, with `Via`, the decision header and the request id; no header
+   * object is built (issue 11). Its first `Retry-After` is kept for the pacer.
+   */
+  onResponseHead(status: number, rawHeaders: readonly Buffer[]): void {
     const decision = this.decision as Decision;
-    const value = upstreamHeaders['retry-after'];
-    this.retryAfter = Array.isArray(value) ? value[0] : value;
     decision.upstream = { status };
-    // undici's parsed headers have lower-case names.
-    const responseHeaders = forwardableHeaders(upstreamHeaders, '1.1', this.deps.viaPseudonym, true);
-    responseHeaders[DECISION_HEADER] = decisionHeaderValue(decision);
-    responseHeaders[REQUEST_ID_HEADER] = this.requestId;
-    this.p.res.writeHead(status, responseHeaders);
+    const fields = forwardableResponseFields(rawHeaders, '1.1', this.deps.viaPseudonym, this);
+    fields.push(DECISION_HEADER, decisionHeaderValue(decision), REQUEST_ID_HEADER, this.requestId);
+    this.p.res.writeHead(status, fields);
   }
 
   /** The relay ended: handed to the pipeline, which records the outcome and writes the access entry. */
