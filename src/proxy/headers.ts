@@ -105,18 +105,82 @@ export function forwardableHeaders(
   return out;
 }
 
-/**
- * Name lengths of the response fields {@link forwardableResponseFields} must recognise: the
- * hop-by-hop ones (2 `te`, 7 `trailer` `upgrade`, 10 `connection` `keep-alive`, 16
- * `proxy-connection`, 17 `transfer-encoding`, 18 `proxy-authenticate`, 19 `proxy-authorization`),
- * 3 `via` and 11 `retry-after`. A name of another length is relayed without being lower-cased.
- */
-const NOTED_NAME_LENGTH = new Uint8Array(32);
-for (const n of [2, 3, 7, 10, 11, 16, 17, 18, 19]) NOTED_NAME_LENGTH[n] = 1;
+/** What {@link forwardableResponseFields} does with a response field, by its name. */
+const enum FieldKind {
+  Relayed = 0,
+  HopByHop = 1,
+  Connection = 2,
+  Via = 3,
+  RetryAfter = 4,
+}
 
-/** A raw head's name or value as a string: undici's `Buffer`s read as latin1 (one character per byte, as Node writes a head back). */
-function latin1Of(field: Buffer | string): string {
-  return typeof field === 'string' ? field : field.toString('latin1');
+/** The kind of a response field by its lower-case name. */
+function fieldKindOf(lower: string): FieldKind {
+  if (lower === 'connection') return FieldKind.Connection;
+  if (HOP_BY_HOP.has(lower)) return FieldKind.HopByHop;
+  if (lower === 'via') return FieldKind.Via;
+  if (lower === 'retry-after') return FieldKind.RetryAfter;
+  return FieldKind.Relayed;
+}
+
+/**
+ * A response field name met before, as the origin spelled it (byte for byte), with its kind and
+ * the last value it came with: the same bytes again give back the same strings, with no string
+ * made and no lower-casing (issue 11: the few names and values an origin sends on every response,
+ * `Content-Type: text/html`, `Content-Length: 96`, `Connection: keep-alive`, a `Date` that changes
+ * once a second).
+ */
+interface KnownName {
+  readonly name: string;
+  readonly kind: FieldKind;
+  /** The last value of this name turned into a string (at most {@link MAX_REUSED_VALUE_BYTES}), or ''. */
+  lastValue: string;
+}
+
+/** Longest name kept in {@link knownNames}, bytes. */
+const MAX_KNOWN_NAME_BYTES = 40;
+/** Names kept per length: past it, a new name takes the place of an older one in turn. */
+const MAX_KNOWN_NAMES_PER_LENGTH = 8;
+/** Longest value reused from {@link KnownName.lastValue}, bytes (a `Date` is 29). */
+const MAX_REUSED_VALUE_BYTES = 64;
+/** The names met, by byte length; bounded (at most 8 × 40 names of at most 40 bytes, each with one value of at most 64). */
+const knownNames: KnownName[][] = Array.from({ length: MAX_KNOWN_NAME_BYTES + 1 }, () => []);
+let nextEvicted = 0;
+
+/** True when `bytes` hold exactly the characters of `text` (latin1: one byte each); `bytes.length === text.length` is the caller's. */
+function holds(bytes: Buffer, text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (bytes[i] !== text.charCodeAt(i)) return false;
+  return true;
+}
+
+/** The {@link KnownName} of a raw name (a `Buffer` as received, or a string): found by its bytes, else made and kept. */
+function knownNameOf(field: Buffer | string): KnownName {
+  if (typeof field === 'string') return { name: field, kind: fieldKindOf(field.toLowerCase()), lastValue: '' };
+  const length = field.length;
+  const sameLength = length <= MAX_KNOWN_NAME_BYTES ? knownNames[length] : undefined;
+  if (sameLength !== undefined) {
+    for (let i = 0; i < sameLength.length; i++) {
+      const known = sameLength[i] as KnownName;
+      if (holds(field, known.name)) return known;
+    }
+  }
+  const name = field.toString('latin1');
+  const known: KnownName = { name, kind: fieldKindOf(name.toLowerCase()), lastValue: '' };
+  if (sameLength !== undefined) {
+    if (sameLength.length < MAX_KNOWN_NAMES_PER_LENGTH) sameLength.push(known);
+    else sameLength[nextEvicted++ % MAX_KNOWN_NAMES_PER_LENGTH] = known;
+  }
+  return known;
+}
+
+/** A raw value as a string (latin1: one character per byte, as Node writes a head back): the name's last value when the bytes are the same. */
+function valueOf(known: KnownName, field: Buffer | string): string {
+  if (typeof field === 'string') return field;
+  const last = known.lastValue;
+  if (field.length === last.length && holds(field, last)) return last;
+  const value = field.toString('latin1');
+  if (value.length <= MAX_REUSED_VALUE_BYTES) known.lastValue = value;
+  return value;
 }
 
 /** Where {@link forwardableResponseFields} leaves the head's first `Retry-After` value (undefined: none). */
@@ -132,27 +196,28 @@ export interface RetryAfterSink {
  * repetitions (each `Set-Cookie` its own line), except the hop-by-hop fields and those named in
  * `Connection` (RFC 9110 §7.6.1), which are dropped; the `Via` fields become one, at the first
  * one's place, with this proxy's hop `protocolVersion pseudonym` appended, or a `via` field at the
- * end when the origin sent none (§7.6.3). No header object is built (issue 11). The first
- * `Retry-After` value (hop-by-hop or not) is left in `sink.retryAfter` when `sink` is given.
- * Pure but for `sink`; never throws.
+ * end when the origin sent none (§7.6.3). No header object is built, and names and short values
+ * met before are reused rather than made again (issue 11). The first `Retry-After` value
+ * (hop-by-hop or not) is left in `sink.retryAfter` when `sink` is given. Never throws.
  */
 export function forwardableResponseFields(raw: readonly (Buffer | string)[], protocolVersion: string, pseudonym: string, sink?: RetryAfterSink): string[] {
   const fields: string[] = [];
   let connection: string | undefined;
   let hasVia = false;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = latin1Of(raw[i] as Buffer | string);
-    const value = latin1Of(raw[i + 1] as Buffer | string);
-    if (name.length < 32 && NOTED_NAME_LENGTH[name.length] === 1) {
-      const lower = name.toLowerCase();
-      if (HOP_BY_HOP.has(lower)) {
-        if (lower === 'connection') connection = connection === undefined ? value : flatJoin([connection, value], ',');
+    const known = knownNameOf(raw[i] as Buffer | string);
+    const kind = known.kind;
+    if (kind === FieldKind.HopByHop) continue;
+    const value = valueOf(known, raw[i + 1] as Buffer | string);
+    if (kind !== FieldKind.Relayed) {
+      if (kind === FieldKind.Connection) {
+        connection = connection === undefined ? value : flatJoin([connection, value], ',');
         continue;
       }
-      if (lower === 'via') hasVia = true;
-      else if (lower === 'retry-after' && sink !== undefined && sink.retryAfter === undefined) sink.retryAfter = value;
+      if (kind === FieldKind.Via) hasVia = true;
+      else if (sink !== undefined && sink.retryAfter === undefined) sink.retryAfter = value;
     }
-    fields.push(name, value);
+    fields.push(known.name, value);
   }
   const listed = connection === undefined ? undefined : extraNamesListedIn(connection);
   if (listed === undefined && !hasVia) {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendedVia, forwardableHeaders, hasVisitedProxy } from '../../src/proxy/headers.js';
+import { appendedVia, forwardableHeaders, forwardableResponseFields, hasVisitedProxy } from '../../src/proxy/headers.js';
 
 describe('forwardableHeaders (RFC 9110 §7.6)', () => {
   it('drops hop-by-hop fields and those named in Connection, and appends Via', () => {
@@ -56,5 +56,59 @@ describe('forwardableHeaders with names known to be lower case', () => {
     assert.deepEqual(forwardableHeaders(headers, '1.1', 'robots-proxy-cccccc'), expected);
     // Mixed case is lower-cased only when the caller does not vouch for the names.
     assert.deepEqual(forwardableHeaders({ Connection: 'close', Accept: '*/*' }, '1.1', 'robots-proxy-cccccc'), { accept: '*/*', via: '1.1 robots-proxy-cccccc' });
+  });
+});
+
+describe('forwardableResponseFields (a raw response head, RFC 9110 §7.6)', () => {
+  /** A raw head as undici hands it: `Buffer`s, name and value in turn. */
+  const rawOf = (...fields: string[]): Buffer[] => fields.map((f) => Buffer.from(f, 'latin1'));
+
+  it("keeps the origin's names, values, order and repetitions; drops hop-by-hop fields in any spelling; adds Via", () => {
+    const raw = rawOf('Content-Type', 'text/plain', 'CONNECTION', 'Keep-Alive', 'keep-alive', 'timeout=5', 'Set-Cookie', 'a=1', 'Transfer-Encoding', 'chunked', 'set-cookie', 'b=2', 'TE', 'trailers', 'X-Latin1', 'caf\xe9');
+    assert.deepEqual(forwardableResponseFields(raw, '1.1', 'robots-proxy-test'), ['Content-Type', 'text/plain', 'Set-Cookie', 'a=1', 'set-cookie', 'b=2', 'X-Latin1', 'caf\xe9', 'via', '1.1 robots-proxy-test']);
+  });
+
+  it('drops the fields every Connection field names, before or after it', () => {
+    const raw = rawOf('X-A', '1', 'Connection', 'x-a, close', 'X-B', '2', 'connection', 'X-C', 'X-C', '3', 'X-D', '4');
+    assert.deepEqual(forwardableResponseFields(raw, '1.1', 'p'), ['X-B', '2', 'X-D', '4', 'via', '1.1 p']);
+  });
+
+  it("makes the Via fields one, at the first one's place, the hop appended; a Via named in Connection is replaced by the hop alone", () => {
+    assert.deepEqual(forwardableResponseFields(rawOf('Via', '1.0 a', 'X-B', '1', 'VIA', '1.1 b'), '1.1', 'p'), ['Via', '1.0 a, 1.1 b, 1.1 p', 'X-B', '1']);
+    assert.deepEqual(forwardableResponseFields(rawOf('Connection', 'via', 'Via', '1.0 a', 'X-B', '1'), '1.1', 'p'), ['X-B', '1', 'via', '1.1 p']);
+  });
+
+  it('leaves the first Retry-After in the sink, in any spelling', () => {
+    const sink = { retryAfter: undefined as string | undefined };
+    const fields = forwardableResponseFields(rawOf('RETRY-AFTER', '60', 'Retry-After', '5'), '1.1', 'p', sink);
+    assert.equal(sink.retryAfter, '60');
+    assert.deepEqual(fields, ['RETRY-AFTER', '60', 'Retry-After', '5', 'via', '1.1 p']);
+    const none = { retryAfter: undefined as string | undefined };
+    forwardableResponseFields(rawOf('X-A', '1'), '1.1', 'p', none);
+    assert.equal(none.retryAfter, undefined);
+  });
+
+  it('takes strings as well as Buffers', () => {
+    assert.deepEqual(forwardableResponseFields(['Keep-Alive', 'timeout=5', 'X-A', '1'], '1.1', 'p'), ['X-A', '1', 'via', '1.1 p']);
+  });
+
+  it('gives the same answer when names and values come back (reused), when they change, and past the bound of names kept', () => {
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(forwardableResponseFields(rawOf('Date', 'Tue, 01 Dec 2026 00:00:00 GMT', 'Content-Length', '96'), '1.1', 'p'), ['Date', 'Tue, 01 Dec 2026 00:00:00 GMT', 'Content-Length', '96', 'via', '1.1 p']);
+      assert.deepEqual(forwardableResponseFields(rawOf('Date', 'Tue, 01 Dec 2026 00:00:01 GMT', 'Content-Length', '97'), '1.1', 'p'), ['Date', 'Tue, 01 Dec 2026 00:00:01 GMT', 'Content-Length', '97', 'via', '1.1 p']);
+      // Same length, another spelling: a name of its own (the spelling is relayed as received).
+      assert.deepEqual(forwardableResponseFields(rawOf('DATE', 'x', 'content-length', '1'), '1.1', 'p'), ['DATE', 'x', 'content-length', '1', 'via', '1.1 p']);
+    }
+    // 30 names of one length (past the 8 kept per length), hop-by-hop ones among them, each twice.
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 30; i++) {
+        const name = `X-Name-${String(i).padStart(2, '0')}`;
+        assert.deepEqual(forwardableResponseFields(rawOf(name, `v${i}`, 'Keep-Alive', 'timeout=5', 'Upgrade', 'h2c'), '1.1', 'p'), [name, `v${i}`, 'via', '1.1 p']);
+      }
+    }
+    // A long name and a long value (not kept) are relayed as they are.
+    const long = `X-${'n'.repeat(60)}`;
+    const value = 'v'.repeat(500);
+    assert.deepEqual(forwardableResponseFields(rawOf(long, value), '1.1', 'p'), [long, value, 'via', '1.1 p']);
   });
 });
