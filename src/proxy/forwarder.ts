@@ -48,14 +48,15 @@ export interface ForwarderOptions {
 /** Error code of a relay cut because the client did not read the response in time. */
 export const CLIENT_WRITE_TIMEOUT = 'CLIENT_WRITE_TIMEOUT';
 
-/** One request to send upstream. Headers must already be forwardable (no hop-by-hop fields). */
+/** One request to send upstream. Headers must already be forwardable (no hop-by-hop fields; headers.ts). */
 export interface UpstreamRequest {
   /** `scheme://host[:port]`. */
   origin: string;
   method: string;
   /** Path plus query, origin-form. */
   path: string;
-  headers: Record<string, string | string[]>;
+  /** A flat array `[name, value, ...]` (as {@link upstreamRequestFields} makes it), or an object by name. */
+  headers: string[] | Record<string, string | string[]>;
   /** The request body, or null when there is none. */
   body: Readable | null;
 }

@@ -20,7 +20,7 @@ import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import type { LimitEvent } from '../audit/limit-events.js';
-import { awaitsContinue, forwardableHeaders } from './headers.js';
+import { awaitsContinue, upstreamRequestFields } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayOutcome, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { isCertificateError, renderProxyResponse } from './responses.js';
@@ -551,15 +551,9 @@ export class RequestPipeline {
     // The listeners hold back Node's automatic 100 Continue (checkContinue): the request is allowed
     // and its slot granted, so the client may send its body now.
     if (awaitsContinue(req)) res.writeContinue();
-    // Node's parser lower-cases every name of `req.headers`.
-    const headers = forwardableHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym, true);
-    delete headers['expect'];
-    headers['host'] = x.p.target.host;
     const maxForwards = maxForwardsOf(req);
-    if (maxForwards !== undefined) headers['max-forwards'] = String(maxForwards - 1);
     const sentUserAgent = outgoingUserAgent(identity, x.userAgent, x.productTokens);
-    if (sentUserAgent === undefined) delete headers['user-agent'];
-    else headers['user-agent'] = sentUserAgent;
+    const headers = upstreamRequestFields(req.headers, req.httpVersion, this.deps.viaPseudonym, x.p.target.host, maxForwards === undefined ? undefined : String(maxForwards - 1), sentUserAgent);
     this.deps.forwarder.relay({ origin: (x.decision as Decision).origin, method: req.method ?? 'GET', path: x.path, headers, body }, res, x);
   }
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendedVia, forwardableHeaders, forwardableResponseFields, hasVisitedProxy } from '../../src/proxy/headers.js';
+import { appendedVia, forwardableHeaders, forwardableResponseFields, hasVisitedProxy, upstreamRequestFields } from '../../src/proxy/headers.js';
 
 describe('forwardableHeaders (RFC 9110 §7.6)', () => {
   it('drops hop-by-hop fields and those named in Connection, and appends Via', () => {
@@ -111,4 +111,32 @@ describe('forwardableResponseFields (a raw response head, RFC 9110 §7.6)', () =
     const value = 'v'.repeat(500);
     assert.deepEqual(forwardableResponseFields(rawOf(long, value), '1.1', 'p'), [long, value, 'via', '1.1 p']);
   });
+});
+
+describe('upstreamRequestFields (the request head sent upstream)', () => {
+  /** What the pipeline sent before (issue 11): the object copy, then its edits by name, flattened in its order. */
+  function byObject(headers: Record<string, string | string[]>, host: string, maxForwards: string | undefined, userAgent: string | undefined): string[] {
+    const out = forwardableHeaders(headers, '1.1', 'robots-proxy-test', true);
+    delete out['expect'];
+    out['host'] = host;
+    if (maxForwards !== undefined) out['max-forwards'] = maxForwards;
+    if (userAgent === undefined) delete out['user-agent'];
+    else out['user-agent'] = userAgent;
+    return Object.entries(out).flatMap(([name, value]) => (Array.isArray(value) ? value.flatMap((v) => [name, v]) : [name, value]));
+  }
+
+  const cases: Array<[string, Record<string, string | string[]>, string | undefined, string | undefined]> = [
+    ['a plain GET', { host: 'a.example', 'user-agent': 'Bot/1', accept: '*/*' }, undefined, 'Bot/1'],
+    ['hop-by-hop and listed fields, Expect, a Via', { host: 'a.example', connection: 'keep-alive, x-trace', 'x-trace': '1', 'keep-alive': 'timeout=5', expect: '100-continue', te: 'trailers', via: '1.0 other', 'content-length': '3', 'user-agent': 'Bot/1' }, undefined, 'Bot/1'],
+    ['Max-Forwards decremented in place, the User-Agent rewritten', { 'max-forwards': '5', host: 'a.example', 'user-agent': 'Mozilla/5.0', cookie: 'a=1; b=2' }, '4', 'Mozilla/5.0 Bot'],
+    ['a Max-Forwards not counted (kept as sent), the User-Agent removed', { host: 'a.example', 'max-forwards': 'x', 'user-agent': 'Bot/1' }, undefined, undefined],
+    ['no Host (HTTP/1.0), no User-Agent but one set, Max-Forwards added', { accept: 'text/html' }, '0', 'Bot/2'],
+    ['Host, User-Agent, Max-Forwards and Via named in Connection', { connection: 'host, user-agent, max-forwards, via', host: 'a.example', 'user-agent': 'Bot/1', 'max-forwards': '3', via: '1.0 x', accept: '*/*' }, '2', 'Bot/1'],
+    ['a field Node keeps as an array', { host: 'a.example', 'set-cookie': ['a=1', 'b=2'], 'user-agent': 'Bot/1' }, undefined, 'Bot/1'],
+  ];
+  for (const [what, headers, maxForwards, userAgent] of cases) {
+    it(`sends what the object copy sent, in its order: ${what}`, () => {
+      assert.deepEqual(upstreamRequestFields(headers, '1.1', 'robots-proxy-test', 'b.example:8080', maxForwards, userAgent), byObject(headers, 'b.example:8080', maxForwards, userAgent));
+    });
+  }
 });

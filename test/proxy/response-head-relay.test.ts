@@ -237,6 +237,22 @@ describe('the response head relayed from raw fields', () => {
     assert.equal((await send('/dups')).body, 'hello');
   });
 
+  it('sends the request head upstream without hop-by-hop fields, with Host and Via set', async () => {
+    const before = origin.requests.length;
+    const r = await send('/dups', 'GET', 'Connection: keep-alive, X-Trace\r\nX-Trace: 1\r\nTE: trailers\r\nMax-Forwards: 5\r\nAccept: */*\r\nVia: 1.0 client-side\r\n');
+    assert.equal(r.body, 'hello');
+    const sent = origin.requests.slice(before).find((h) => h.startsWith('GET /dups '));
+    assert.ok(sent !== undefined);
+    const lines = sent.split('\r\n').slice(1).map((l) => l.toLowerCase());
+    assert.ok(lines.includes(`host: ${origin.host}`), sent);
+    assert.ok(lines.includes(`user-agent: ${UA.toLowerCase()}`), sent);
+    // Max-Forwards counts for TRACE and OPTIONS only (RFC 9110 §7.6.2): a GET's goes on as sent.
+    assert.ok(lines.includes('max-forwards: 5'), sent);
+    assert.ok(lines.includes('accept: */*'), sent);
+    assert.ok(lines.some((l) => /^via: 1\.0 client-side, 1\.1 robots-proxy-[a-z0-9]+$/.test(l)), sent);
+    assert.ok(!lines.some((l) => /^(x-trace|te|expect):/.test(l)), sent);
+  });
+
   it("pauses the origin for its first Retry-After, whatever the name's spelling", async () => {
     const r = await send('/overloaded');
     assert.equal(r.statusLine, 'HTTP/1.1 503 Service Unavailable');
