@@ -20,7 +20,7 @@
  *                      `res.writeHead(status, flatArray)`.
  *   bare-request       the bench's `bare` target (in proxy-throughput.bench.ts, run under tsx) under
  *                      plain node: `Pool.request` (promise, body stream, AbortSignal), `stream.pipeline`.
- *   rp-forwarder       robots-proxy's own UpstreamForwarder and forwardableHeaders (the tsc build,
+ *   rp-forwarder       robots-proxy's own UpstreamForwarder and header copies (the tsc build,
  *                      dist/), nothing else of the pipeline (see rpForwarder below).
  *
  * OPTIONS_JSON (optional): `{"server": {...}, "pool": {...}, "cork": true, "cap": 4}`: merged into the
@@ -262,22 +262,21 @@ function dispatchForwarder(raw) {
 
 /**
  * rp-forwarder: robots-proxy's own forwarder (dist/proxy/forwarder.js, the tsc build) and header
- * handling (forwardableHeaders upstream, forwardableResponseFields back, the target guard's connector, the write bound of the
+ * handling (upstreamRequestFields upstream, forwardableResponseFields back, the target guard's connector, the write bound of the
  * default config), with nothing of the pipeline around it: no admission, robots.txt, pacing, log or
  * metrics. The difference to bare-dispatch is the forwarder's own; to rp, the rest of the pipeline.
  */
 async function rpForwarder() {
   const dist = new URL('../dist/proxy/', import.meta.url);
   const { UpstreamForwarder } = await import(new URL('forwarder.js', dist).href);
-  const { forwardableHeaders, forwardableResponseFields, makeViaPseudonym } = await import(new URL('headers.js', dist).href);
+  const { upstreamRequestFields, forwardableResponseFields, makeViaPseudonym } = await import(new URL('headers.js', dist).href);
   const { TargetGuard } = await import(new URL('target-guard.js', dist).href);
   const guard = new TargetGuard({ allowPrivate: true });
   // config/default.yaml: upstream.connectTimeout 10 s, upstream.timeout 30 s, clients.responseWriteTimeout 30 s.
   const forwarder = new UpstreamForwarder({ connectTimeoutMs: 10_000, timeoutMs: 30_000, responseWriteTimeoutMs: 30_000, createConnector: (o) => guard.connector(o) });
   const via = makeViaPseudonym();
   const forward = (req, res, target, release) => {
-    const headers = forwardableHeaders(req.headers, req.httpVersion, via);
-    headers['host'] = target.host;
+    const headers = upstreamRequestFields(req.headers, req.httpVersion, via, target.host, undefined, req.headers['user-agent']);
     forwarder.relay({ origin: target.origin, method: req.method, path: target.pathname + target.search, headers, body: hasBody(req) ? req : null }, res, {
       onSent: () => undefined,
       onResponseHead: (status, rawHeaders) => res.writeHead(status, forwardableResponseFields(rawHeaders, '1.1', via)),

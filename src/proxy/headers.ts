@@ -80,6 +80,9 @@ function extraNamesListedIn(text: string): ReadonlySet<string> | undefined {
  * Copies `headers` without hop-by-hop fields (RFC 9110 §7.6.1) and with this
  * proxy appended to `Via` (§7.6.3) as `pseudonym`. `protocolVersion` is the
  * version of the hop the message arrived on, e.g. `1.1`. Names come out lower case. Pure.
+ * The object form: the proxy's own forwarding builds flat field arrays instead
+ * ({@link upstreamRequestFields}, {@link forwardableResponseFields}); this one serves the
+ * benches' bare forwarders and the tests that compare against it.
  * @param namesLowerCase true when every name of `headers` is lower case already, as in Node's
  *   `IncomingMessage.headers` and undici's parsed response headers: then no name is lower-cased
  *   again (one `toLowerCase` per field and message, issue 11). A name that is not lower case is
