@@ -22,6 +22,7 @@
 import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
+import { quietGet } from './lru-get.js';
 
 /** Options of {@link AuthThrottle}. */
 export interface AuthThrottleOptions {
@@ -72,7 +73,7 @@ export class AuthThrottle {
    * exactly `address`. Bounded (LRU of addresses, {@link MAX_VERIFIED_PER_ADDRESS} users each). Never throws.
    */
   recordVerified(address: string, credential: { user: string; hash: string }): void {
-    let users = this.#verified.get(address);
+    let users = this.#verified.get(address, quietGet<string, Map<string, string>>());
     if (users === undefined) {
       users = new Map();
       this.#verified.set(address, users);

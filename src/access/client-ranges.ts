@@ -4,6 +4,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
+import { quietGet } from './lru-get.js';
 
 /** One allowed range as configured (normalised), with the identity its clients get, if any. */
 export interface ClientRangeEntry {
@@ -74,7 +75,7 @@ export class ClientRanges {
 
   /** The range `address` is allowed by, or `isAllowed: false` (also for an address that does not parse, e.g. `''`). Never throws. */
   match(address: string): RangeMatch {
-    const cached = this.#cache.get(address);
+    const cached = this.#cache.get(address, quietGet<string, RangeMatch>());
     if (cached !== undefined) return cached;
     const result = this.#find(address);
     this.#cache.set(address, result);

@@ -20,7 +20,7 @@
  * compile time, so a field added to the Decision or the record without a line
  * here fails `npm run typecheck`. Extension, not in RFC 9309.
  */
-import { DECISION_REASONS, type DecisionIdentity, type MatchedRule, type PacingFacts, type SnapshotInfo, type UpstreamFacts, type Verdict } from '../policy/decision.js';
+import { DECISION_REASONS, type DecisionIdentity, type MatchedRule, type PacingFacts, type PolicyFacts, type SnapshotInfo, type UpstreamFacts, type Verdict } from '../policy/decision.js';
 import type { Logger } from 'pino';
 import type { AccessEntry } from './access-entry.js';
 import {
@@ -188,6 +188,10 @@ const truncated: string[] = [];
 let lastBindings = '';
 let lastBindingsBytes: Uint8Array = new Uint8Array(0);
 
+/** The top-level identity name last written and its run with the keys around it (see encodeAccessLine). */
+let lastIdentityName = '';
+let lastIdentityRun: ConstantBytes = K.identityNull;
+
 /** A duration in whole ms, as toAccessLogRecord writes it. */
 function wholeMsOrNull(out: LineBuffer, ms: number | null): void {
   out.numberOrNull(ms === null ? null : Math.round(ms));
@@ -272,9 +276,14 @@ function encodeSnapshot(out: LineBuffer, value: SnapshotInfo): void {
   out.byte(CLOSE_OBJECT);
 }
 
-/** `,"identity":` and the identity, or null. */
+/**
+ * `,"identity":` and the identity, or null. A frozen identity (as `identifyAgent` makes them, one per
+ * identity and User-Agent, shared by all their requests) is encoded once and its bytes copied on every
+ * later line (issue 8: the same ~100 bytes on every line of a client); any other is encoded each time.
+ */
 function identity(out: LineBuffer, value: DecisionIdentity | null): void {
   if (value === null) return out.constant(D.identityNull);
+  if (Object.isFrozen(value)) return out.constant(onceEncoded(identityRuns, value, identityText));
   out.constant(D.identity);
   out.constant(IDENTITY.name);
   out.string(value.name);
@@ -287,6 +296,34 @@ function identity(out: LineBuffer, value: DecisionIdentity | null): void {
   out.constant(IDENTITY.isMismatch);
   out.boolean(value.isMismatch);
   out.byte(CLOSE_OBJECT);
+}
+
+/** What {@link identity} writes for `value`, as text (JSON.stringify writes strings as {@link LineBuffer.string} does). */
+function identityText(value: DecisionIdentity): string {
+  return `${D.identity.text}${IDENTITY.name.text}${JSON.stringify(value.name)}${IDENTITY.source.text}${JSON.stringify(value.source)}${IDENTITY.boundTokens.text}${JSON.stringify(value.boundTokens)}${IDENTITY.claimedTokens.text}${JSON.stringify(value.claimedTokens)}${IDENTITY.isMismatch.text}${String(value.isMismatch)}}`;
+}
+
+/** `,"policy":{"rule":"<name>","action":"<action>"}` for a matched rule's facts, as text. */
+function policyText(value: PolicyFacts): string {
+  return `${D.policy.text}${JSON.stringify(value.rule)}${D.policyAction.text}${JSON.stringify(value.action)}}`;
+}
+
+/** The bytes of frozen identities and policy facts, encoded once each (see {@link onceEncoded}). */
+const identityRuns = new WeakMap<DecisionIdentity, ConstantBytes>();
+const policyRuns = new WeakMap<PolicyFacts, ConstantBytes>();
+
+/**
+ * The bytes of a frozen object's fields on the line, from `runs` or encoded by `textOf` and kept there
+ * for as long as the object lives. Only for frozen objects, which cannot change once encoded (their
+ * arrays are the configuration's and the pipeline's token lists, never changed after they are made).
+ */
+function onceEncoded<T extends object>(runs: WeakMap<T, ConstantBytes>, value: T, textOf: (value: T) => string): ConstantBytes {
+  let bytes = runs.get(value);
+  if (bytes === undefined) {
+    bytes = run(textOf(value));
+    runs.set(value, bytes);
+  }
+  return bytes;
 }
 
 /** The pacing facts, `waitedMs` in whole ms (as toAccessLogRecord logs it). */
@@ -389,7 +426,8 @@ function decision(out: LineBuffer, d: AccessEntry['decision']): void {
   snapshot(out, d.snapshot);
   identity(out, d.identity);
   // The operator policy rule (a name and a closed-set action) and the would-deny reason (closed set).
-  if (d.policy !== undefined) {
+  if (d.policy !== undefined && Object.isFrozen(d.policy)) out.constant(onceEncoded(policyRuns, d.policy, policyText));
+  else if (d.policy !== undefined) {
     out.constant(D.policy);
     out.string(d.policy.rule);
     out.constant(D.policyAction);
@@ -448,7 +486,15 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
   out.string(entry.client.address);
   out.constant(K.clientPort);
   out.number(entry.client.port);
-  nullableStringThen(out, entry.identity ?? null, K.identityNull, K.identity, K.userAgent);
+  if (entry.identity === undefined || entry.identity === null) out.constant(K.identityNull);
+  else {
+    // The same client's name line after line: its run (`,"identity":"<name>","userAgent":`) made once per name.
+    if (entry.identity !== lastIdentityName) {
+      lastIdentityName = entry.identity;
+      lastIdentityRun = run(`${K.identity.text}${JSON.stringify(entry.identity)}${K.userAgent.text}`);
+    }
+    out.constant(lastIdentityRun);
+  }
   if (out.stringOrNull(request.userAgent, L.userAgentChars)) truncated.push(CUT.userAgent);
   out.constant(K.productTokens);
   for (let i = 0; i < tokenCount; i++) {

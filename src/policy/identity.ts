@@ -56,17 +56,38 @@ function sameToken(a: string, b: string): boolean {
  * tokens; its User-Agent is a mismatch when it names none of them: another bot's name, a
  * browser's User-Agent (which names no crawler at all), or none. The User-Agent's candidates are
  * recorded in `identity.claimedTokens`, a mismatch in `isMismatch`.
- * Pure; never throws.
+ * The result, and its `identity`, are frozen and shared: a client sends request after request with
+ * one identity and one User-Agent (whose token array the pipeline keeps, the same array each time),
+ * so the last result per identity is remembered and returned again for the same `agentTokens` array
+ * (no objects per request; the access line encodes a repeated `identity` once, access-line.ts).
+ * Pure (the memo only saves work); never throws.
  * @param identity who the client is, or null.
  * @param agentTokens candidate product tokens from the User-Agent, best first (`extractProductTokens`).
  */
 export function identifyAgent(identity: Identity | null, agentTokens: readonly string[]): AgentIdentification {
-  if (identity === null) return { productTokens: agentTokens, identity: null, isRefused: false };
-  const facts: DecisionIdentity = { name: identity.name, source: identity.source, boundTokens: identity.boundTokens, claimedTokens: agentTokens, isMismatch: false };
-  if (identity.boundTokens.length === 0) return { productTokens: agentTokens, identity: facts, isRefused: false };
-  const namesBound = agentTokens.some((claimed) => identity.boundTokens.some((bound) => sameToken(claimed, bound)));
-  facts.isMismatch = !namesBound;
-  return { productTokens: identity.boundTokens, identity: facts, isRefused: facts.isMismatch && identity.onMismatch === 'deny' };
+  if (identity === null) {
+    if (agentTokens !== lastAnonymous.productTokens) lastAnonymous = Object.freeze({ productTokens: agentTokens, identity: null, isRefused: false });
+    return lastAnonymous;
+  }
+  const last = lastByIdentity.get(identity);
+  if (last !== undefined && last.identity!.claimedTokens === agentTokens) return last;
+  const identified = Object.freeze(identify(identity, agentTokens));
+  lastByIdentity.set(identity, identified);
+  return identified;
+}
+
+/** {@link identifyAgent} of the latest anonymous request. */
+let lastAnonymous: AgentIdentification = Object.freeze({ productTokens: [], identity: null, isRefused: false });
+/** {@link identifyAgent} of each identity's latest request (identities are made once per configuration: access-control.ts). */
+const lastByIdentity = new WeakMap<Identity, AgentIdentification>();
+
+/** {@link identifyAgent} made anew, its `identity` frozen. */
+function identify(identity: Identity, agentTokens: readonly string[]): AgentIdentification {
+  const isBound = identity.boundTokens.length > 0;
+  const isMismatch = isBound && !agentTokens.some((claimed) => identity.boundTokens.some((bound) => sameToken(claimed, bound)));
+  const facts: DecisionIdentity = Object.freeze({ name: identity.name, source: identity.source, boundTokens: identity.boundTokens, claimedTokens: agentTokens, isMismatch });
+  if (!isBound) return { productTokens: agentTokens, identity: facts, isRefused: false };
+  return { productTokens: identity.boundTokens, identity: facts, isRefused: isMismatch && identity.onMismatch === 'deny' };
 }
 
 /**

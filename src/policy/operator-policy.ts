@@ -121,19 +121,36 @@ class DerivedFacts {
   }
 }
 
-/** The request's facts, derived once per match and only when a rule needs them. */
+/**
+ * The request's facts, derived once per match and only when a rule needs them. One per compiled
+ * policy, reset for each match ({@link RequestView.reset}) rather than made per request (issue 8):
+ * matching is synchronous and never re-entered, and no view outlives its match.
+ */
 class RequestView {
-  #hostKeys: readonly string[] | undefined;
-  #path: string | undefined;
+  #request: PolicyRequest | undefined = undefined;
+  #hostKeys: readonly string[] | undefined = undefined;
+  #path: string | undefined = undefined;
   /** The path as an origin may resolve it, null when it is the path itself (see `originResolvedPath`). */
-  #resolvedPath: string | null | undefined;
-  #method: string | undefined;
-  #tokens: readonly string[] | undefined;
+  #resolvedPath: string | null | undefined = undefined;
+  #method: string | undefined = undefined;
+  #tokens: readonly string[] | undefined = undefined;
 
-  constructor(
-    readonly request: PolicyRequest,
-    private readonly derived: DerivedFacts,
-  ) {}
+  constructor(private readonly derived: DerivedFacts) {}
+
+  /** Makes this the view of `request`, forgetting what was derived for the last one. */
+  reset(request: PolicyRequest): void {
+    this.#request = request;
+    this.#hostKeys = undefined;
+    this.#path = undefined;
+    this.#resolvedPath = undefined;
+    this.#method = undefined;
+    this.#tokens = undefined;
+  }
+
+  /** The request being matched (set by {@link RequestView.reset}). */
+  get request(): PolicyRequest {
+    return this.#request!;
+  }
 
   /** The origin, its hostname, then the globs that cover it (`hostGlobsFor`). */
   get hostKeys(): readonly string[] {
@@ -283,12 +300,12 @@ export function compilePolicy(rules: readonly PolicyRuleConfig[]): CompiledPolic
   // The lowest position filed in each map (Infinity for an empty one).
   const lowest = (map: Map<string, number[]>): number => Math.min(...[...map.values()].map((list) => list[0]!));
   const firstOf = { byHost: lowest(byHost), byToken: lowest(byToken), byIdentity: lowest(byIdentity), byMethod: lowest(byMethod) };
-  const derived = new DerivedFacts();
+  const view = new RequestView(new DerivedFacts());
   return {
     size: compiled.length,
     match(request: PolicyRequest): PolicyMatch | undefined {
       if (compiled.length === 0) return undefined;
-      const view = new RequestView(request, derived);
+      view.reset(request);
       // The first match overall is the lowest position matching in any list the request meets;
       // each list is read only up to the best position found so far.
       // A list is skipped whole (and the request's keys for it not derived) when it starts at or after that position.

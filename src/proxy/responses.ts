@@ -10,7 +10,7 @@
 import { STATUS_CODES } from 'node:http';
 import escapeHtml from 'escape-html';
 import Negotiator from 'negotiator';
-import type { Decision } from '../policy/decision.js';
+import type { Decision, PolicyFacts } from '../policy/decision.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 import { flatJoin } from './flat-string.js';
 
@@ -37,8 +37,18 @@ export function decisionHeaderValue(decision: Decision): string {
     }
     return value;
   }
+  const policy = decision.policy;
+  if (policy !== undefined && decision.wouldDeny === undefined && Object.isFrozen(policy)) {
+    // A rule's facts are frozen and shared by every request it matches (operator-policy.ts): its value is made once per verdict and reason (issue 8).
+    const byRule = verdict === 'allow' ? ruleAllowValues : ruleDenyValues;
+    let byReason = byRule.get(policy);
+    if (byReason === undefined) byRule.set(policy, (byReason = new Map()));
+    let value = byReason.get(reason);
+    if (value === undefined) byReason.set(reason, (value = flatJoin([verdict, '; reason=', reason, '; rule=', policy.rule])));
+    return value;
+  }
   const parts = [verdict, '; reason=', reason];
-  if (decision.policy !== undefined) parts.push('; rule=', decision.policy.rule);
+  if (policy !== undefined) parts.push('; rule=', policy.rule);
   if (decision.wouldDeny !== undefined) parts.push('; would-deny=', decision.wouldDeny);
   return flatJoin(parts);
 }
@@ -46,6 +56,9 @@ export function decisionHeaderValue(decision: Decision): string {
 /** {@link decisionHeaderValue} without a rule or a would-deny, by reason: flat strings (flat-string.ts), one per reason. */
 const plainAllowValues = new Map<string, string>();
 const plainDenyValues = new Map<string, string>();
+/** {@link decisionHeaderValue} with a rule (frozen facts) and no would-deny, by rule, then by reason; gone with the rule's policy. */
+const ruleAllowValues = new WeakMap<PolicyFacts, Map<string, string>>();
+const ruleDenyValues = new WeakMap<PolicyFacts, Map<string, string>>();
 
 /**
  * The status the proxy answers with for a decision it answers itself.
