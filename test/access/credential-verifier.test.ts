@@ -86,3 +86,15 @@ test('the cache is keyed by the value as sent, salted per process: another spell
   assert.notEqual(verifier.cacheKeyOf(header), new CredentialVerifier(users).cacheKeyOf(header), 'a per-process salt');
   assert.ok(!verifier.cacheKeyOf(header).includes(header.slice(6)), 'no credentials in the key');
 });
+
+test('cache keys: 32 latin1 characters, the same for the same header, another per process (salt) and per header', () => {
+  const users = file([`alice:${bcrypt.hashSync('correct horse', 4)}`]);
+  const a = new CredentialVerifier(users);
+  const b = new CredentialVerifier(users);
+  const header = basic('alice', 'correct horse');
+  assert.equal(a.cacheKeyOf(header).length, 32);
+  assert.equal(a.cacheKeyOf(header), a.cacheKeyOf(header));
+  assert.notEqual(a.cacheKeyOf(header), b.cacheKeyOf(header));
+  assert.notEqual(a.cacheKeyOf(header), a.cacheKeyOf(basic('alice', 'correct horsf')));
+  assert.ok(!a.cacheKeyOf(header).includes('correct'));
+});

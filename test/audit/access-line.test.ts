@@ -374,6 +374,32 @@ describe('encodeAccessLine', () => {
     );
   });
 
+  it("writes the old serializer's line for frozen identities and policy facts (encoded once, then copied), every time, for any entry", () => {
+    // identifyAgent and compilePolicy freeze what a Decision shares between requests; the encoder keeps their bytes.
+    fc.assert(
+      fc.property(anyEntry, anyBindings, anyNowMs, (entry, bindings, nowMs) => {
+        const d = entry.decision;
+        const frozen = { ...entry, decision: { ...d, identity: d.identity === null ? null : Object.freeze({ ...d.identity }), ...(d.policy === undefined ? {} : { policy: Object.freeze({ ...d.policy }) }) } };
+        for (let round = 0; round < 2; round++) {
+          const out = new LineBuffer(64);
+          encodeAccessLine(out, frozen, bindings, nowMs);
+          assert.deepEqual(out.buf.subarray(0, out.length), oldLine(frozen, bindings, nowMs));
+        }
+      }),
+      { numRuns: 1000 },
+    );
+    // Two frozen identities with other names, one after the other, and the top-level name changing back and forth.
+    const one = Object.freeze({ name: 'one', source: 'credentials' as const, boundTokens: ['A'], claimedTokens: ['B'], isMismatch: true });
+    const two = Object.freeze({ name: 'two "2"', source: 'client-range' as const, boundTokens: [], claimedTokens: [], isMismatch: false });
+    const rule = Object.freeze({ rule: 'r1', action: 'pace' as const });
+    for (const [identity, name] of [[one, 'one'], [two, 'two "2"'], [one, 'one'], [two, null]] as const) {
+      const entry = { ...makeEntry({ decision: makeDecision({ identity, policy: rule }) }), identity: name };
+      const out = new LineBuffer(16);
+      encodeAccessLine(out, entry, '', 1_700_000_000_000);
+      assert.deepEqual(out.buf.subarray(0, out.length), oldLine(entry, '', 1_700_000_000_000));
+    }
+  });
+
   it('writes JSON.stringify of the record toAccessLogRecord builds, caps and truncated list included, in hand-picked entries', () => {
     const long = (unit: string, n: number): string => unit.repeat(n);
     const entries: AccessEntry[] = [];

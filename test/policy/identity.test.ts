@@ -64,3 +64,24 @@ test('outgoing User-Agent: keep, set, append', () => {
   assert.equal(outgoingUserAgent(append, undefined, []), 'ExampleBot');
   assert.equal(outgoingUserAgent(identity({ boundTokens: [], userAgent: { mode: 'append' } }), 'X/1', ['X']), 'X/1');
 });
+
+test('the same identity and token array get the same frozen identification; another array, identity or reload a new one', () => {
+  const bound = identity();
+  const tokens = extractProductTokens('ExampleBot/2.1');
+  const got = identifyAgent(bound, tokens);
+  assert.equal(identifyAgent(bound, tokens), got);
+  assert.ok(Object.isFrozen(got) && Object.isFrozen(got.identity));
+  assert.equal(got.identity?.isMismatch, false);
+  const other = identifyAgent(bound, ['GPTBot']);
+  assert.notEqual(other, got);
+  assert.equal(other.identity?.isMismatch, true);
+  assert.deepEqual(other.identity?.claimedTokens, ['GPTBot']);
+  // A reload makes new Identity objects: its binding applies at once.
+  const reloaded = identifyAgent(identity({ boundTokens: ['GPTBot'], onMismatch: 'deny' }), tokens);
+  assert.equal(reloaded.isRefused, true);
+  assert.deepEqual(reloaded.productTokens, ['GPTBot']);
+  const anonymous = identifyAgent(null, tokens);
+  assert.equal(identifyAgent(null, tokens), anonymous);
+  assert.equal(anonymous.productTokens, tokens);
+  assert.deepEqual(identifyAgent(null, ['GPTBot']).productTokens, ['GPTBot']);
+});

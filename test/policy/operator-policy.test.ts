@@ -256,3 +256,26 @@ describe('compilePolicy: what it keeps across requests', () => {
     assert.equal(policy.match(request({ method: 'Post' }))?.name, 'writes');
   });
 });
+
+describe('compilePolicy: one request view per policy', () => {
+  it('derives nothing of one request for the next (path, resolved path, method, tokens, origin)', () => {
+    const policy = policyOf([
+      { name: 'admin', path: '/admin', action: 'deny' },
+      { name: 'posts', method: 'POST', action: 'deny' },
+      { name: 'gpt', token: 'GPTBot', action: 'deny' },
+      { name: 'other-site', origin: 'https://other.example', action: 'pace', minDelay: '1s' },
+    ]);
+    const sequence: [Partial<PolicyRequest>, string | undefined][] = [
+      [{ pathAndQuery: '/admin/x' }, 'admin'],
+      [{ pathAndQuery: '/page' }, undefined],
+      [{ pathAndQuery: '/%2Fadmin/x' }, 'admin'],
+      [{ method: 'post' }, 'posts'],
+      [{ method: 'GET' }, undefined],
+      [{ productTokens: ['gptbot'] }, 'gpt'],
+      [{}, undefined],
+      [{ origin: 'https://other.example' }, 'other-site'],
+      [{}, undefined],
+    ];
+    for (let round = 0; round < 2; round++) for (const [fields, name] of sequence) assert.equal(policy.match(request(fields))?.name, name, JSON.stringify(fields));
+  });
+});

@@ -183,6 +183,24 @@ describe('renderProxyResponse', () => {
     assert.equal(decisionHeaderValue(decideWithoutRobots('bad-request')), 'deny; reason=bad-request');
   });
 
+  it("makes a policy rule's decision header once per rule, and a reloaded policy's rule gets its own", async () => {
+    const { compilePolicy } = await import('../../src/policy/operator-policy.js');
+    const { validateConfig } = await import('../../src/config/index.js');
+    const request = { identity: null, productTokens: ['ExampleBot'], origin: 'https://www.example.com', pathAndQuery: '/', method: 'GET' };
+    const ruleOf = (name: string) => compilePolicy(validateConfig({ policy: { rules: [{ name, origin: 'https://www.example.com', action: 'pace', minDelay: '1s' }] } }).policy.rules).match(request)!;
+    const base = decideWithoutRobots('rule-allow');
+    const before = ruleOf('crawl-slowly');
+    const first = decisionHeaderValue({ ...base, verdict: 'allow', reason: 'rule-allow', policy: before.facts });
+    assert.equal(first, 'allow; reason=rule-allow; rule=crawl-slowly');
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'allow', reason: 'rule-allow', policy: before.facts }), first);
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'allow', reason: 'no-matching-rule', policy: before.facts }), 'allow; reason=no-matching-rule; rule=crawl-slowly');
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'deny', reason: 'rule-allow', policy: before.facts }), 'deny; reason=rule-allow; rule=crawl-slowly');
+    // A reload compiles the policy anew: the renamed rule's facts are new objects, with their own value.
+    const after = ruleOf('crawl-gently');
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'allow', reason: 'rule-allow', policy: after.facts }), 'allow; reason=rule-allow; rule=crawl-gently');
+    assert.equal(decisionHeaderValue({ ...base, verdict: 'allow', reason: 'rule-allow', policy: before.facts }), first);
+  });
+
   it('spells the decision header the same whether its value is made once per reason or per request', () => {
     // The plain values are made once per (verdict, reason) and reused: the same reason under the
     // other verdict, or with a rule or a would-deny, must not get the cached value.
