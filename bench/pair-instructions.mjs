@@ -18,7 +18,8 @@
 // to record the log's size at each dump, so JIT addresses in a dump are named as they were then);
 // PAIR_KEEP=1 keeps the work dir (the callgrind files: cg.PID.N-TID, one per dump and thread, thread 1
 // the main one); PAIR_NATIVE=1 runs the proxy without valgrind and counts V8's tiering events per run
-// (with PAIR_NODE_FLAGS='--trace-deopt --trace-opt'; PAIR_TRACE_SHOW=1 prints the deopts). Use
+// (with PAIR_NODE_FLAGS='--trace-deopt --trace-opt'; PAIR_TRACE_SHOW=1 prints the deopts), or with
+// PAIR_NODE_FLAGS=--trace-gc-nvp the bytes allocated and promoted per request (summed over the run's GCs). Use
 // TMPDIR=/tmp/<name>-bench. Single rounds move by 5-15% (GC and timer work inside the window):
 // compare medians of several rounds, and per-function costs, which repeat exactly.
 import { spawn, execFileSync } from 'node:child_process';
@@ -209,7 +210,10 @@ for (let round = 0; round < ROUNDS; round++) {
         const bad = await load({ port, origins, count: REQUESTS, close, auth });
         await new Promise((r) => setTimeout(r, 200));
         const count = (re) => (traceText.match(re) ?? []).length;
-        console.log(`round ${round} ${shape} ${key.padEnd(22)} deopts ${count(/bailout \(kind/g)}, optimized ${count(/completed optimizing|completed compiling/g)}, marked ${count(/marking .* for optimization|for optimization to/g)}; ${Date.now() - t0} ms${bad ? ` BAD ${bad}` : ''}`);
+        // With --trace-gc-nvp: the bytes allocated (and promoted) per request, from the GCs during the run.
+        const sumOf = (field) => [...traceText.matchAll(new RegExp(`\\b${field}=(\\d+)`, 'g'))].reduce((sum, m) => sum + Number(m[1]), 0);
+        const gc = /\ballocated=/.test(traceText) ? `; allocated ${(sumOf('allocated') / REQUESTS).toFixed(0)} B/req, promoted ${(sumOf('promoted') / REQUESTS).toFixed(0)} B/req, ${count(/\bgc=s\b/g)} scavenges` : '';
+        console.log(`round ${round} ${shape} ${key.padEnd(22)} deopts ${count(/bailout \(kind/g)}, optimized ${count(/completed optimizing|completed compiling/g)}, marked ${count(/marking .* for optimization|for optimization to/g)}${gc}; ${Date.now() - t0} ms${bad ? ` BAD ${bad}` : ''}`);
         if (process.env.PAIR_TRACE_SHOW) for (const l of traceText.split('\n').filter((l) => /bailout \(kind/.test(l))) console.log('   ', l.slice(0, 220));
         continue;
       }
