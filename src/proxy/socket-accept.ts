@@ -17,7 +17,8 @@
  * values, `TCP_NODELAY` as the server asks, the server's connection count, `socket.server`, the
  * `connection` event, the `net.server.socket` diagnostics channel) and hands every other case to
  * Node's own function unchanged: an accept error, the `maxConnections` drop (and its `drop` event),
- * a server with TCP keep-alive on. Extension, not in RFC 9309.
+ * a server with TCP keep-alive on, a `blockList`. Only on Node 20 ({@link STABLE_ACCEPT_APPLIES}).
+ * Extension, not in RFC 9309.
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
 import net from 'node:net';
@@ -34,6 +35,8 @@ interface ServerInternals {
   noDelay: boolean;
   keepAlive: boolean;
   highWaterMark: number | undefined;
+  /** Not on Node 20; should a build have it, Node's accept applies it. */
+  blockList?: unknown;
 }
 
 /** The accepted socket's link to its server, which Node's `Socket._destroy` decrements the count through. */
@@ -46,19 +49,27 @@ interface SocketInternals {
 const NODE_ACCEPT_NAME = 'onconnection';
 
 /**
+ * True on Node 20, whose `onconnection` this replacement mirrors (checked against 20.20's lib/net.js)
+ * and whose V8 makes the maps; on other majors Node's own accept stays (later ones add checks, e.g.
+ * `net.Server`'s `blockList`, that this copy does not have).
+ */
+export const STABLE_ACCEPT_APPLIES = Number(process.versions.node.split('.')[0]) === 20;
+
+/**
  * Installs the stable-options accept on `server` (now if it listens, and at every `listening`).
  * A server whose handle does not carry Node's own `onconnection` (another Node, a cluster
  * worker's shared handle, someone else's replacement) is left as it is.
  * @returns nothing; never throws.
  */
 export function acceptWithStableSocketOptions(server: net.Server): void {
+  if (!STABLE_ACCEPT_APPLIES) return;
   const install = (): void => {
     const internals = server as unknown as ServerInternals;
     const handle = internals._handle;
     const nodeAccept = handle?.onconnection;
     if (handle == null || typeof nodeAccept !== 'function' || nodeAccept.name !== NODE_ACCEPT_NAME) return;
     handle.onconnection = function onconnectionStable(this: unknown, err: number, clientHandle: unknown): void {
-      if (err || internals.keepAlive || (server.maxConnections && internals._connections >= server.maxConnections)) {
+      if (err || internals.keepAlive || internals.blockList !== undefined || (server.maxConnections && internals._connections >= server.maxConnections)) {
         nodeAccept.call(this, err, clientHandle);
         return;
       }
