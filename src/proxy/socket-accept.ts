@@ -8,10 +8,10 @@
  * `emitClose`, `autoDestroy` and `decodeStrings` to the clone. On Node 20's V8 (11.3) a property
  * added to a spread clone makes a new hidden class (map) every time, so every accepted socket
  * allocates maps and descriptor arrays, and every inline cache that reads those options (`Duplex`,
- * `ReadableState`, `WritableState`) sees a map it has never seen and goes megamorphic: about 60,000
- * of the ~460,000 main-thread instructions of a close request (valgrind; bench/PROFILE.md,
- * "close2, session 21"). Passing the three options in the object itself makes the constructor's
- * stores plain writes to existing properties of one map.
+ * `ReadableState`, `WritableState`) sees a map it has never seen and goes megamorphic: the
+ * constructor cost ~78,000 of the ~485,000 main-thread instructions of a close request (valgrind;
+ * bench/PROFILE.md, "A connection under `Connection: close`, counted"). Passing the three options
+ * in the object itself makes the constructor's stores plain writes to existing properties of one map.
  *
  * The replacement does what Node's `onconnection` does on its common path (same options and
  * values, `TCP_NODELAY` as the server asks, the server's connection count, `socket.server`, the
