@@ -96,6 +96,7 @@ export type AdminErrorCode =
   | 'uri-too-long'
   | 'missing-url'
   | 'bad-url'
+  | 'unknown-parameter'
   | 'explain-unavailable'
   | 'explain-failed'
   | 'explain-timeout'
@@ -121,6 +122,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /** Request headers cap (the request line counts too), bytes; past it Node answers 431. */
 const MAX_HEADER_BYTES = 16 * 1024;
+/** The query parameters `/explain` reads; any other is a 400 `unknown-parameter`. */
+const EXPLAIN_PARAMETERS: ReadonlySet<string> = new Set(['url', 'ua', 'identity']);
 /** Base for parsing origin-form targets; never contacted. */
 const PLACEHOLDER_BASE = 'http://admin.invalid';
 
@@ -130,7 +133,9 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  * - `GET /healthz`: 200 `{"status":"ok"}`, or 503 `{"status":"unavailable"}`, plus `details` when given;
  * - `GET /metrics`: Prometheus text from {@link ProxyMetrics.render};
  * - `GET /explain?url=<absolute http(s) URL>&ua=<User-Agent>&identity=<name>`: 200 with the
- *   Decision as JSON; 400 `missing-url` / `bad-url`; `ua` absent means no User-Agent (`''`);
+ *   Decision as JSON; 400 `missing-url` / `bad-url`; 400 `unknown-parameter` for any other
+ *   parameter (`agent=` for `ua=` would otherwise explain for no User-Agent); `ua` absent means
+ *   no User-Agent (`''`);
  *   `identity` (optional) decides as that identity would be (its bound tokens, its
  *   `onMismatch`); 400 `unknown-identity` for a name the configuration does not know;
  *   504 `explain-timeout` past `explainTimeoutMs`;
@@ -336,6 +341,12 @@ export class AdminServer {
     if (!explain) {
       sendError(res, 404, 'explain-unavailable', 'explain is not configured');
       return;
+    }
+    for (const name of params.keys()) {
+      if (!EXPLAIN_PARAMETERS.has(name)) {
+        sendError(res, 400, 'unknown-parameter', `unknown parameter ${JSON.stringify(name.slice(0, 64))}: /explain takes url=, ua= (the User-Agent) and identity=`);
+        return;
+      }
     }
     const target = requireHttpUrl(params, 'url', res, ['missing-url', 'give the absolute URL to explain as ?url='], 'bad-url');
     if (target === undefined) return;

@@ -111,6 +111,16 @@ describe('AdminServer with every collaborator', () => {
     assert.deepEqual(explained.at(-1), { url: 'http://example.test/', userAgent: '' });
   });
 
+  it('GET /explain answers 400 unknown-parameter for a parameter it does not read (agent= for ua=), without calling explain', async () => {
+    const calls = explained.length;
+    const reply = await send(port, `/explain?url=${encodeURIComponent('http://example.test/')}&agent=ExampleBot`);
+    assert.equal(reply.status, 400);
+    const body = JSON.parse(reply.body) as { error: string; message: string };
+    assert.equal(body.error, 'unknown-parameter');
+    assert.match(body.message, /"agent".*ua=/);
+    assert.equal(explained.length, calls);
+  });
+
   it('GET /explain answers 400 for a missing or bad url, without calling explain', async () => {
     const calls = explained.length;
     for (const [query, code] of [
