@@ -283,7 +283,8 @@ function encodeSnapshot(out: LineBuffer, value: SnapshotInfo): void {
  */
 function identity(out: LineBuffer, value: DecisionIdentity | null): void {
   if (value === null) return out.constant(D.identityNull);
-  if (Object.isFrozen(value)) return out.constant(onceEncoded(identityRuns, value, identityText));
+  const bytes = onceEncoded(identityRuns, value, identityText);
+  if (bytes !== undefined) return out.constant(bytes);
   out.constant(D.identity);
   out.constant(IDENTITY.name);
   out.string(value.name);
@@ -308,21 +309,36 @@ function policyText(value: PolicyFacts): string {
   return `${D.policy.text}${JSON.stringify(value.rule)}${D.policyAction.text}${JSON.stringify(value.action)}}`;
 }
 
-/** The bytes of frozen identities and policy facts, encoded once each (see {@link onceEncoded}). */
-const identityRuns = new WeakMap<DecisionIdentity, ConstantBytes>();
-const policyRuns = new WeakMap<PolicyFacts, ConstantBytes>();
+/**
+ * The bytes of frozen identities and policy facts, encoded once each (see {@link onceEncoded}): the
+ * last one written of each kind, then all of them by object.
+ */
+interface EncodedOnce<T extends object> {
+  last: T | undefined;
+  lastBytes: ConstantBytes | undefined;
+  readonly all: WeakMap<T, ConstantBytes>;
+}
+const identityRuns: EncodedOnce<DecisionIdentity> = { last: undefined, lastBytes: undefined, all: new WeakMap() };
+const policyRuns: EncodedOnce<PolicyFacts> = { last: undefined, lastBytes: undefined, all: new WeakMap() };
 
 /**
  * The bytes of a frozen object's fields on the line, from `runs` or encoded by `textOf` and kept there
- * for as long as the object lives. Only for frozen objects, which cannot change once encoded (their
- * arrays are the configuration's and the pipeline's token lists, never changed after they are made).
+ * for as long as the object lives; undefined for an object that is not frozen (the caller encodes it).
+ * Only frozen objects, which cannot change once encoded (their arrays are the configuration's and the
+ * pipeline's token lists, never changed after they are made). The last object is compared first: one
+ * client's requests repeat it, and a comparison costs less than a WeakMap look-up, and much less than
+ * `Object.isFrozen` (a runtime call), which only an object seen for the first time pays.
  */
-function onceEncoded<T extends object>(runs: WeakMap<T, ConstantBytes>, value: T, textOf: (value: T) => string): ConstantBytes {
-  let bytes = runs.get(value);
+function onceEncoded<T extends object>(runs: EncodedOnce<T>, value: T, textOf: (value: T) => string): ConstantBytes | undefined {
+  if (value === runs.last) return runs.lastBytes;
+  let bytes = runs.all.get(value);
   if (bytes === undefined) {
+    if (!Object.isFrozen(value)) return undefined;
     bytes = run(textOf(value));
-    runs.set(value, bytes);
+    runs.all.set(value, bytes);
   }
+  runs.last = value;
+  runs.lastBytes = bytes;
   return bytes;
 }
 
@@ -426,7 +442,8 @@ function decision(out: LineBuffer, d: AccessEntry['decision']): void {
   snapshot(out, d.snapshot);
   identity(out, d.identity);
   // The operator policy rule (a name and a closed-set action) and the would-deny reason (closed set).
-  if (d.policy !== undefined && Object.isFrozen(d.policy)) out.constant(onceEncoded(policyRuns, d.policy, policyText));
+  const policyBytes = d.policy === undefined ? undefined : onceEncoded(policyRuns, d.policy, policyText);
+  if (policyBytes !== undefined) out.constant(policyBytes);
   else if (d.policy !== undefined) {
     out.constant(D.policy);
     out.string(d.policy.rule);

@@ -69,12 +69,20 @@ export function identifyAgent(identity: Identity | null, agentTokens: readonly s
     if (agentTokens !== lastAnonymous.productTokens) lastAnonymous = Object.freeze({ productTokens: agentTokens, identity: null, isRefused: false });
     return lastAnonymous;
   }
-  const last = lastByIdentity.get(identity);
-  if (last !== undefined && last.identity!.claimedTokens === agentTokens) return last;
-  const identified = Object.freeze(identify(identity, agentTokens));
-  lastByIdentity.set(identity, identified);
+  if (identity === lastIdentity && agentTokens === lastIdentified.identity!.claimedTokens) return lastIdentified;
+  let identified = lastByIdentity.get(identity);
+  if (identified === undefined || identified.identity!.claimedTokens !== agentTokens) {
+    identified = Object.freeze(identify(identity, agentTokens));
+    lastByIdentity.set(identity, identified);
+  }
+  lastIdentity = identity;
+  lastIdentified = identified;
   return identified;
 }
+
+/** The identity of the latest request with one, and its identification (compared before the WeakMap's look-up: cheaper). */
+let lastIdentity: Identity | undefined = undefined;
+let lastIdentified: AgentIdentification = Object.freeze({ productTokens: [], identity: null, isRefused: false });
 
 /** {@link identifyAgent} of the latest anonymous request. */
 let lastAnonymous: AgentIdentification = Object.freeze({ productTokens: [], identity: null, isRefused: false });
