@@ -189,7 +189,7 @@ let lastBindings = '';
 let lastBindingsBytes: Uint8Array = new Uint8Array(0);
 
 /** The top-level identity name last written and its run with the keys around it (see encodeAccessLine). */
-let lastIdentityName = '';
+let lastIdentityName: string | undefined = undefined;
 let lastIdentityRun: ConstantBytes = K.identityNull;
 
 /** A duration in whole ms, as toAccessLogRecord writes it. */

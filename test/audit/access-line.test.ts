@@ -392,7 +392,7 @@ describe('encodeAccessLine', () => {
     const one = Object.freeze({ name: 'one', source: 'credentials' as const, boundTokens: ['A'], claimedTokens: ['B'], isMismatch: true });
     const two = Object.freeze({ name: 'two "2"', source: 'client-range' as const, boundTokens: [], claimedTokens: [], isMismatch: false });
     const rule = Object.freeze({ rule: 'r1', action: 'pace' as const });
-    for (const [identity, name] of [[one, 'one'], [two, 'two "2"'], [one, 'one'], [two, null]] as const) {
+    for (const [identity, name] of [[one, ''], [one, 'one'], [two, 'two "2"'], [one, 'one'], [two, null], [two, '']] as const) {
       const entry = { ...makeEntry({ decision: makeDecision({ identity, policy: rule }) }), identity: name };
       const out = new LineBuffer(16);
       encodeAccessLine(out, entry, '', 1_700_000_000_000);
