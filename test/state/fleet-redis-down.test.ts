@@ -54,11 +54,22 @@ describe('a fleet of three whose Redis stops and starts again', { skip: REDIS_SK
     const outage = Array.from({ length: 24 }, (_, i) => ({ host: 'L', path: `/down/${i}` }));
     const down = await sendThroughFleet(local, outage, (h) => origins.urlOf(h), { concurrency: 12 });
     assert.deepEqual(down.map((r) => r.status), outage.map(() => 200), 'every request answered while Redis was down');
-    const startsDown = seenStarts(await origins.hits('L'), '/down/').map((s) => s.atMs).sort((a, b) => a - b);
-    assert.equal(startsDown.length, 24);
-    // Each instance alone at 3 x the delay: its own first start is free, every later one costs 3 x DELAY_MS of its own.
-    const spanMs = startsDown.at(-1)! - startsDown[0]!;
-    assert.ok((startsDown.length - 3) * DELAY_MS <= spanMs + 5, `${startsDown.length} starts in ${Math.round(spanMs)} ms exceed one per ${DELAY_MS} ms`);
+    const seenDown = seenStarts(await origins.hits('L'), '/down/');
+    assert.equal(seenDown.length, 24);
+    // Each instance alone at 3 x the delay, so the three together stay within one per DELAY_MS: judged on each
+    // instance's own starts as it sent them (its access log, buffered up to 100 ms), as assertStartSpacing does
+    // everywhere; the origin's arrival times add scheduling (a late first arrival shortens the span) and are
+    // checked only for order and count.
+    const sentDown = (p: ProxyProcess): ReturnType<typeof sentStarts> => sentStarts(p.logs, origins.urlOf('L'), '/down/');
+    for (const deadline = Date.now() + 5_000; local.reduce((n, p) => n + sentDown(p).length, 0) < outage.length && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(local.reduce((n, p) => n + sentDown(p).length, 0), outage.length, 'every start is in an access log');
+    for (const p of local) {
+      const sent = sentDown(p);
+      const paths = new Set(sent.map((s) => s.path));
+      assertStartSpacing(sent, seenDown.filter((s) => paths.has(s.path)), 3 * DELAY_MS);
+    }
     for (const p of local) assert.ok(p.logs.some((l) => l['event'] === 'fleet-state' && l['available'] === false), 'the fallback is logged');
 
     const marks = local.map((p) => p.logs.length);
