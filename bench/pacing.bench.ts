@@ -21,6 +21,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { validateConfig } from '../src/config/index.js';
+import { systemClock } from '../src/clock.js';
 import { startProxy } from '../src/main.js';
 import type { AcquireOutcome } from '../src/pacing/index.js';
 import { startOriginsProcess } from '../test/helpers/processes.js';
@@ -32,7 +33,7 @@ const PAGE_DELAY_MS = 10;
 const TARGET_RATE = 1 / CRAWL_DELAY_S;
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 
-const nowEpochMs = (): number => performance.timeOrigin + performance.now();
+const nowEpochMs = (): number => systemClock.nowMs();
 
 /** Gaps between consecutive values of a sorted list. */
 function gapsOf(sorted: number[]): number[] {

@@ -5,7 +5,13 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSystemClock, MAX_TIMEOUT_MS, systemClock, type TimerPrimitives } from '../src/clock.js';
+import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { createSystemClock, MAX_TIMEOUT_MS, monotonicToEpochMs, systemClock, type TimerPrimitives } from '../src/clock.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * Timer primitives on a virtual time line: records every setTimeout delay
@@ -149,5 +155,40 @@ describe('systemClock (real timers)', () => {
       }, 20);
     });
     assert.ok(firedAt - start >= 20, `${firedAt - start} ms`);
+  });
+});
+
+describe('the epoch scale of the monotonic clock', () => {
+  it('puts performance.now() on the wall clock to within the wall clock\'s own millisecond', () => {
+    // Bounds from this process's own samples: reading the monotonic clock and then the wall clock
+    // bounds the origin from above (the wall time was below the next millisecond), reading the wall
+    // clock's change and then the monotonic clock bounds it from below.
+    let upper = Infinity;
+    let lower = -Infinity;
+    for (let i = 0; i < 20; i++) {
+      const before = Date.now();
+      let wall = before;
+      while (wall === before) {
+        const monotonic = performance.now();
+        wall = Date.now();
+        upper = Math.min(upper, wall + 1 - monotonic);
+      }
+      lower = Math.max(lower, wall - performance.now());
+    }
+    const origin = monotonicToEpochMs(0);
+    assert.ok(origin >= lower - 0.05 && origin <= upper + 0.05, `origin ${origin} outside [${lower}, ${upper}]`);
+    assert.ok(Math.abs(systemClock.nowMs() - Date.now()) < 2, `${systemClock.nowMs() - Date.now()} ms from Date.now()`);
+  });
+
+  it('falls back to performance.timeOrigin when the wall clock does not move (a mocked Date)', () => {
+    const script = [
+      'Date.now = () => 1_000;',
+      "const { monotonicToEpochMs } = await import('./src/clock.ts');",
+      "const { performance } = await import('node:perf_hooks');",
+      'process.stdout.write(JSON.stringify([monotonicToEpochMs(0), performance.timeOrigin]));',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const [origin, nodeOrigin] = JSON.parse(out) as [number, number];
+    assert.equal(origin, nodeOrigin);
   });
 });

@@ -12,6 +12,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { systemClock } from '../../src/clock.js';
 
 interface SiteSpec {
   robots?: string;
@@ -34,7 +35,7 @@ for (const [name, spec] of Object.entries(specs)) {
       res.end(JSON.stringify(hits));
       return;
     }
-    hits.push({ method: req.method ?? '', url: req.url ?? '', atMs: performance.timeOrigin + performance.now(), userAgent: req.headers['user-agent'] });
+    hits.push({ method: req.method ?? '', url: req.url ?? '', atMs: systemClock.nowMs(), userAgent: req.headers['user-agent'] });
     if (req.url === '/robots.txt') {
       const answerRobots = (): void => {
         res.writeHead(spec.robotsStatus ?? 200, { 'content-type': 'text/plain' });

@@ -32,13 +32,14 @@ const LOG_PRECISION_MS = 1;
 
 /**
  * How far the origins' process clock may read behind the proxy's, ms. Both
- * read `performance.timeOrigin + performance.now()` on one machine; they
- * differ by how far the system clock was slewed between the two process
- * starts, and by how long each process was preempted between the two clock
- * reads Node makes at start to fix its `timeOrigin` (the wall clock, then the
- * monotonic one): on a loaded 2-core machine (load 9-13) a uniform 6 ms was
- * seen, every request at once, which is a clock offset and not an early send.
- * The spacing itself is asserted on the proxy's own clock, not this one.
+ * read the monotonic clock on the epoch scale (src/clock.ts), whose origin
+ * each process measures against the wall clock at start, to well under a
+ * millisecond unless the process was preempted at every sample; they differ
+ * by that and by how far the system clock was slewed between the two process
+ * starts. (Node's own `performance.timeOrigin`, used before, was seen 6 ms off
+ * on a loaded machine, every request at once: a clock offset, not an early send.)
+ * The spacing itself is asserted on the proxy's own clock (in a fleet, its
+ * instances' clocks), not this one.
  */
 const CROSS_PROCESS_CLOCK_SKEW_MS = 20;
 

@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, validateConfig } from '../../src/config/index.js';
+import { monotonicToEpochMs } from '../../src/clock.js';
 import { CancelSignal } from '../../src/pacing/index.js';
 import { startProxy, type RunningProxy } from '../../src/main.js';
 import type { Identity } from '../../src/policy/identity.js';
@@ -166,7 +167,7 @@ describe('operator policy, enforced', () => {
     const answers = await Promise.all(paths.map((p) => get(proxy, paced.url + p)));
     assert.ok(answers.every((a) => a.status === 200 && a.headers['x-robots-proxy-decision'] === 'allow; reason=no-matching-rule; rule=cap'));
     await waitFor(() => sentStarts(logs.lines, paced.url, '/page/').length === 8, 'access lines');
-    const seen = paced.hits.filter((h) => h.url.startsWith('/page/')).map((h) => ({ path: h.url, atMs: performance.timeOrigin + h.atMs }));
+    const seen = paced.hits.filter((h) => h.url.startsWith('/page/')).map((h) => ({ path: h.url, atMs: monotonicToEpochMs(h.atMs) }));
     assertStartSpacing(sentStarts(logs.lines, paced.url, '/page/'), seen, 100);
     const delays = accessLines(logs, `${paced.url}/page/0`).map((l) => ((l['decision'] as Record<string, unknown>)['pacing'] as Record<string, unknown>)['delayMs']);
     assert.deepEqual(delays, [100]);
@@ -176,7 +177,7 @@ describe('operator policy, enforced', () => {
     const paths = Array.from({ length: 5 }, (_, i) => `/page/${i}`);
     await Promise.all(paths.map((p) => get(proxy, slow.url + p)));
     await waitFor(() => sentStarts(logs.lines, slow.url, '/page/').length === 5, 'access lines');
-    const seen = slow.hits.filter((h) => h.url.startsWith('/page/')).map((h) => ({ path: h.url, atMs: performance.timeOrigin + h.atMs }));
+    const seen = slow.hits.filter((h) => h.url.startsWith('/page/')).map((h) => ({ path: h.url, atMs: monotonicToEpochMs(h.atMs) }));
     assertStartSpacing(sentStarts(logs.lines, slow.url, '/page/'), seen, 200);
   });
 });
