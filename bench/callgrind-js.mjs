@@ -8,8 +8,9 @@
  *   node bench/callgrind-js.mjs callgrind.out.1-01 /tmp/perf-PID.map [--per 4000] [--top 60]
  *   node bench/callgrind-js.mjs A.out A.map --vs B.out B.map --per 4000   (A − B, by function)
  *   node bench/callgrind-js.mjs A.out A.map --per 4000 --inclusive 'connection-(drain|guard)'
+ *   node bench/callgrind-js.mjs --threads DIR [--per 2000]   (the threads other than the main one)
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -79,6 +80,38 @@ function selfCosts(path) {
     }
   }
   return costs;
+}
+
+/**
+ * `--threads DIR`: the instructions of the threads other than the main one (DIR's
+ * callgrind.out.1-NN, NN > 01: V8's platform workers, libuv's pool), per request with --per, by
+ * kind of work: `compile` (TurboFan and the other compilers' concurrent jobs), `gc` (concurrent
+ * marking, sweeping, scavenging helpers), `sqlite`, `libc`, `other`. These scale with the
+ * heap's growth and V8's tiering, not with requests alone (bench/PROFILE.md, "50 origins against
+ * one under close").
+ */
+function threadKinds(dir) {
+  const kindOf = (name) =>
+    /compiler::|Compil|Turbofan|turboshaft|Maglev|InstructionSelector|RegisterAllocat|LiveRange|GraphReducer|JSHeapBroker|Zone::/.test(name)
+      ? 'compile'
+      : /Mark|Sweep|Scaveng|Evacuat|heap::|Heap|Remembered|SlotSet|Page|Collector|MemoryChunk|FreeList/.test(name)
+        ? 'gc'
+        : /sqlite/.test(name)
+          ? 'sqlite'
+          : /libc|malloc|free|memcpy|memset|memmove/.test(name)
+            ? 'libc'
+            : 'other';
+  const kinds = new Map();
+  for (const f of readdirSync(dir).filter((f) => /^callgrind\.out\.1-\d+$/.test(f) && !f.endsWith('-01'))) {
+    for (const [fn, cost] of selfCosts(`${dir}/${f}`)) kinds.set(kindOf(fn), (kinds.get(kindOf(fn)) ?? 0) + cost);
+  }
+  const per = (n) => Math.round(n / PER);
+  const total = [...kinds.values()].reduce((s, v) => s + v, 0);
+  console.log(JSON.stringify({ otherThreads: per(total), ...Object.fromEntries([...kinds].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, per(v)])) }));
+}
+if (args[0] === '--threads') {
+  threadKinds(args[1]);
+  process.exit(0);
 }
 
 function named(outPath, mapPath) {

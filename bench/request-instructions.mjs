@@ -6,12 +6,17 @@
  *   node bench/request-instructions.mjs [--repo DIR] [--origins 50] [--mc 4] [--level warn]
  *     [--warm 20000] [--n 4000] [--node-flags "--import=/abs/probe.mjs"] [--no-valgrind]
  *     [--close] [--role bare-dispatch] [--role-options '{"stableAccept":true}']
+ *     [--set ledger.flushInterval=10m] (repeatable)
  *
  * `--close`: every request on a new connection with `Connection: close` (50 at a time, one request
  * each, the next connection opened when one closes): what a connection costs. `--mc` and `--level`
  * accept `default` (the value of DIR's config/default.yaml, not overridden). `--role VARIANT` runs
  * `node DIR/bench/floor-roles.mjs VARIANT` (e.g. `bare-dispatch`, `rp-forwarder`: bench/PROFILE.md,
- * "The Node floor") under the same counting instead of the proxy.
+ * "The Node floor") under the same counting instead of the proxy. `--set a.b=VALUE` (repeatable)
+ * sets one more config key (VALUE read as YAML): e.g. `ledger.flushInterval=10m` keeps the
+ * ledger's once-a-second write out of the counted window, work that scales with wall time and
+ * with the origins written per second, not with requests, and that valgrind's slowdown inflates
+ * per request (bench/PROFILE.md, "50 origins against one under close").
  *
  * Starts `count` origins (one process, plain node: robots.txt allowing everything, a 96-byte
  * page), and `node DIR/dist/cli.js serve --config F` (DIR's config/default.yaml with the listen
@@ -52,6 +57,12 @@ const VALGRIND = !args.includes('--no-valgrind');
 const CLOSE = args.includes('--close');
 const ROLE = opt('role', undefined);
 const ROLE_OPTIONS = opt('role-options', '{}');
+/** `--set a.b=VALUE` pairs: config paths and their YAML values. */
+const SETS = args.flatMap((a, i) => (a === '--set' ? [args[i + 1]] : [])).map((kv) => {
+  const eq = kv.indexOf('=');
+  if (eq < 1) throw new Error(`--set wants key.path=value, got ${kv}`);
+  return [kv.slice(0, eq).split('.'), kv.slice(eq + 1)];
+});
 const CONNECTIONS = 50;
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const ROBOTS_TXT = 'User-agent: *\nAllow: /\n';
@@ -184,6 +195,7 @@ async function main() {
     [['pacing', 'maxConcurrency'], MAX_CONCURRENCY],
   ])
     if (value !== 'default' && !Number.isNaN(value)) doc.setIn(key, value);
+  for (const [path, value] of SETS) doc.setIn(path, parseDocument(value).toJS());
   const configPath = join(work, 'config.yaml');
   writeFileSync(configPath, doc.toString());
   const outFile = join(work, 'callgrind.out');
@@ -225,7 +237,7 @@ async function main() {
         if (f.endsWith('-01')) mainThread = n;
       }
     }
-    console.log(JSON.stringify({ repo: REPO, ...(ROLE !== undefined ? { role: ROLE, roleOptions: JSON.parse(ROLE_OPTIONS) } : {}), close: CLOSE, pid: proxy.pid, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
+    console.log(JSON.stringify({ repo: REPO, ...(ROLE !== undefined ? { role: ROLE, roleOptions: JSON.parse(ROLE_OPTIONS) } : {}), close: CLOSE, pid: proxy.pid, origins: ORIGINS, maxConcurrency: MAX_CONCURRENCY, level: LEVEL, ...(SETS.length ? { set: Object.fromEntries(SETS.map(([p, v]) => [p.join('.'), v])) } : {}), requests: N, bad, instructions, perRequest: instructions === null ? null : Math.round(instructions / N), mainThreadPerRequest: mainThread === null ? null : Math.round(mainThread / N) }));
   } catch (err) {
     console.error(String(err), stderr.slice(-2000));
     process.exitCode = 1;
