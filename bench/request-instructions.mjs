@@ -6,14 +6,14 @@
  *   node bench/request-instructions.mjs [--repo DIR] [--origins 50] [--mc 4] [--level warn]
  *     [--warm 20000] [--n 4000] [--node-flags "--import=/abs/probe.mjs"] [--no-valgrind]
  *     [--close] [--role bare-dispatch] [--role-options '{"stableAccept":true}']
- *     [--set ledger.flushInterval=10m] (repeatable)
+ *     [--set ledger.flushInterval=1m] (repeatable)
  *
  * `--close`: every request on a new connection with `Connection: close` (50 at a time, one request
  * each, the next connection opened when one closes): what a connection costs. `--mc` and `--level`
  * accept `default` (the value of DIR's config/default.yaml, not overridden). `--role VARIANT` runs
  * `node DIR/bench/floor-roles.mjs VARIANT` (e.g. `bare-dispatch`, `rp-forwarder`: bench/PROFILE.md,
  * "The Node floor") under the same counting instead of the proxy. `--set a.b=VALUE` (repeatable)
- * sets one more config key (VALUE read as YAML): e.g. `ledger.flushInterval=10m` keeps the
+ * sets one more config key (VALUE read as YAML): e.g. `ledger.flushInterval=1m` keeps the
  * ledger's once-a-second write out of the counted window, work that scales with wall time and
  * with the origins written per second, not with requests, and that valgrind's slowdown inflates
  * per request (bench/PROFILE.md, "50 origins against one under close").
