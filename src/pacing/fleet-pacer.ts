@@ -20,8 +20,8 @@
 import type { Clock } from '../clock.js';
 import type { SlotLease, SlotStore } from '../state/types.js';
 import type { Pacer } from './pacer.js';
-import type { PacingOptions } from './pacing-options.js';
-import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, RequestPacer, Slot } from './types.js';
+import { checkRequestLimits, type PacingOptions } from './pacing-options.js';
+import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, ReleaseOutcome, RequestPacer, Slot, SlotTaker } from './types.js';
 
 /** Options of a {@link FleetPacer}. */
 export interface FleetPacerOptions {
@@ -136,6 +136,28 @@ export class FleetPacer implements RequestPacer {
     if (outcome.granted) holder.slot = outcome.slot as FleetSlot;
     else local.slot.release();
     return outcome;
+  }
+
+  /**
+   * {@link FleetPacer.acquire} for a {@link SlotTaker} (see `Pacer.acquireFor`): the outcome when
+   * known at once; else undefined, and the taker is told from the fleet wait's promise (a fleet
+   * request waits on Redis round trips; the promise is not what it costs).
+   * @throws RangeError when `delayMs` or `maxConcurrency` is out of bounds.
+   */
+  acquireFor(origin: string, delayMs: number, options: AcquireOptions, taker: SlotTaker): AcquireOutcome | undefined {
+    checkRequestLimits(delayMs, options.maxConcurrency);
+    const answer = this.acquire(origin, delayMs, options);
+    if (!(answer instanceof Promise)) return answer;
+    answer.then(
+      (outcome) => taker.takeSlot(outcome),
+      (error: unknown) => {
+        // Bad limits were checked above: anything else is a bug, reported as uncaught.
+        queueMicrotask(() => {
+          throw error;
+        });
+      },
+    );
+    return undefined;
   }
 
   originStats(origin: string): OriginPacingStats | undefined {

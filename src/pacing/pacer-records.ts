@@ -8,7 +8,7 @@ import type { OriginTiming } from './origin-timing.js';
 import type { OverloadState } from './overload.js';
 import type { FairQueue, QueueEntry } from './fair-queue.js';
 import type { HeldSlot, HoldList } from './hold-list.js';
-import type { AbortSignalLike, AcquireOutcome, ReleaseOutcome, RequestLimits, Slot } from './types.js';
+import type { AbortSignalLike, AcquireOutcome, ReleaseOutcome, RequestLimits, Slot, SlotTaker } from './types.js';
 
 /** One origin's pacing state. */
 export interface OriginState {
@@ -34,14 +34,22 @@ export interface OriginState {
   readonly onTimer: () => void;
 }
 
-/** A waiting request: its queue record, and its abort listener (`handleEvent`). */
+/**
+ * A waiting request: its queue record, its abort listener (`handleEvent`), and, once answered,
+ * its entry in the pacer's delivery list (`outcome`, `nextAnswered`) until its taker is told.
+ */
 export class Waiter implements QueueEntry {
   owner: QueueEntry['owner'] = undefined;
   prev: QueueEntry | undefined = undefined;
   next: QueueEntry | undefined = undefined;
+  /** The answer decided for it, waiting for delivery; undefined before. */
+  outcome: AcquireOutcome | undefined = undefined;
+  /** The next waiter in the pacer's delivery list. */
+  nextAnswered: Waiter | undefined = undefined;
 
   constructor(
-    readonly resolve: (outcome: AcquireOutcome) => void,
+    /** Told the answer (`takeSlot`), once, from the pacer's delivery microtask. */
+    readonly taker: SlotTaker,
     readonly state: OriginState,
     /** This request's delay, ms; recomputed by `reconfigure` through `limits`. */
     public delayMs: number,
@@ -59,6 +67,15 @@ export class Waiter implements QueueEntry {
   /** The signal aborted (EventListener object: no closure per waiter). */
   handleEvent(): void {
     this.onAbort(this);
+  }
+}
+
+/** The taker of a request that waits through `Pacer.acquire`: settles its promise. */
+export class PromiseTaker implements SlotTaker {
+  constructor(readonly resolve: (outcome: AcquireOutcome) => void) {}
+
+  takeSlot(outcome: AcquireOutcome): void {
+    this.resolve(outcome);
   }
 }
 

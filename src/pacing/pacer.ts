@@ -17,8 +17,8 @@ import { checkRequestLimits, resolvePacingOptions, type PacingOptions, type Reso
 import { applyRelease, createOverloadState, overloadHoldUntilMs, type OverloadState } from './overload.js';
 import { FairQueue } from './fair-queue.js';
 import { HoldList } from './hold-list.js';
-import { GrantedSlot, Waiter, type OriginState, type SlotHost } from './pacer-records.js';
-import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, Slot } from './types.js';
+import { GrantedSlot, PromiseTaker, Waiter, type OriginState, type SlotHost } from './pacer-records.js';
+import type { AcquireOptions, AcquireOutcome, OriginPacingStats, PacingStats, Refusal, ReleaseOutcome, Slot, SlotTaker } from './types.js';
 
 const NO_RESOLVE = (): void => undefined;
 /**
@@ -86,6 +86,15 @@ export class Pacer {
     markSent: (slot) => this.#markSent(slot),
   };
   readonly #onAbort = (waiter: Waiter): void => this.#abandon(waiter);
+  /** The origin and clock reading of the request {@link Pacer.#enter} just found must wait. */
+  #entered: OriginState | undefined = undefined;
+  #enteredAtMs = 0;
+  /** Answered waiters whose takers are not told yet (FIFO, linked through `nextAnswered`). */
+  #answeredHead: Waiter | undefined = undefined;
+  #answeredTail: Waiter | undefined = undefined;
+  /** True while a delivery microtask is queued. */
+  #isDeliveryQueued = false;
+  readonly #deliver = (): void => this.#deliverAnswers();
   #isClosed = false;
 
   /**
@@ -123,27 +132,65 @@ export class Pacer {
     } catch (error) {
       return Promise.reject(error);
     }
+    const answered = this.#enter(origin, delayMs, options);
+    if (answered !== undefined) return answered;
+    const promise = new Promise<AcquireOutcome>(capture);
+    this.#enqueue(delayMs, options, new PromiseTaker(takeCaptured()));
+    return promise;
+  }
+
+  /**
+   * {@link Pacer.acquire} without a promise: the same answers, told to `taker` (issue 11: a
+   * waiting request is a record in a list, not a promise, its reactions and a microtask each).
+   * A request that can start, or is refused, at once gets its outcome returned, and `taker` is
+   * never called; a request that must wait gets undefined, and `taker.takeSlot` is called once
+   * later with the slot or the refusal (`aborted`, `closed`), from the pacer's one delivery
+   * microtask per event-loop turn, in the order the answers were decided (never from inside
+   * this call, or from inside another slot's `release`). A slot granted to a request whose
+   * `signal` aborted before the delivery is released by the pacer, and the taker is told
+   * `aborted`: nothing is sent for a client that left.
+   * @throws RangeError when `delayMs` is not a finite number >= 0 or `maxConcurrency` is not an integer >= 1.
+   */
+  acquireFor(origin: string, delayMs: number, options: AcquireOptions, taker: SlotTaker): AcquireOutcome | undefined {
+    checkRequestLimits(delayMs, options.maxConcurrency);
+    const answered = this.#enter(origin, delayMs, options);
+    if (answered === undefined) this.#enqueue(delayMs, options, taker);
+    return answered;
+  }
+
+  /**
+   * The outcome of a request that is answered at once (a free slot, a refusal, closed, aborted),
+   * else undefined: it must wait, at `#entered` since `#enteredAtMs` ({@link Pacer.#enqueue} queues it next).
+   */
+  #enter(origin: string, delayMs: number, options: AcquireOptions): AcquireOutcome | undefined {
     if (this.#isClosed) return CLOSED;
-    const signal = options.signal;
-    if (signal?.aborted) return ABORTED;
+    if (options.signal?.aborted) return ABORTED;
     const maxConcurrency = options.maxConcurrency ?? this.#options.maxConcurrency;
     const state = this.#stateFor(origin);
     const nowMs = this.#clock.nowMs();
-    const queue = state.queue;
-    if (queue.size === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
+    if (state.queue.size === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
       this.#remember(state, delayMs, maxConcurrency);
       return { granted: true, slot: this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded) };
     }
     // Only an origin with state can refuse: a fresh one always starts at once above.
     const refusal = this.#refusalFor(state, options.identity, delayMs, nowMs);
     if (refusal) return { granted: false, refusal };
-    const promise = new Promise<AcquireOutcome>(capture);
-    const waiter = new Waiter(takeCaptured(), state, delayMs, options.maxConcurrency, maxConcurrency, options.limits, nowMs, signal, options.onHoldExceeded, this.#onAbort);
+    this.#entered = state;
+    this.#enteredAtMs = nowMs;
+    return undefined;
+  }
+
+  /** Queues the request {@link Pacer.#enter} just found must wait, told through `taker`. */
+  #enqueue(delayMs: number, options: AcquireOptions, taker: SlotTaker): void {
+    const state = this.#entered as OriginState;
+    this.#entered = undefined;
+    const signal = options.signal;
+    const maxConcurrency = options.maxConcurrency ?? this.#options.maxConcurrency;
+    const waiter = new Waiter(taker, state, delayMs, options.maxConcurrency, maxConcurrency, options.limits, this.#enteredAtMs, signal, options.onHoldExceeded, this.#onAbort);
     signal?.addEventListener('abort', waiter);
-    queue.push(options.identity, waiter);
+    state.queue.push(options.identity, waiter);
     this.#remember(state, delayMs, maxConcurrency);
     this.#pump(state);
-    return promise;
   }
 
   /** Queue and in-flight figures of one origin, or undefined when the pacer holds no state for it. */
@@ -446,9 +493,45 @@ export class Pacer {
     this.#pump(state);
   }
 
+  /** Takes `waiter`'s abort listener off and queues its answer for delivery ({@link Pacer.#deliverAnswers}). */
   #settle(waiter: Waiter, outcome: AcquireOutcome): void {
     waiter.signal?.removeEventListener('abort', waiter);
-    waiter.resolve(outcome);
+    waiter.outcome = outcome;
+    if (this.#answeredTail) this.#answeredTail.nextAnswered = waiter;
+    else this.#answeredHead = waiter;
+    this.#answeredTail = waiter;
+    if (this.#isDeliveryQueued) return;
+    this.#isDeliveryQueued = true;
+    queueMicrotask(this.#deliver);
+  }
+
+  /**
+   * Tells every answered waiter's taker its answer, in the order decided (answers decided
+   * meanwhile, by a taker's own release or acquire, are told in this same run). A slot whose
+   * request's signal aborted since the grant is released here and its taker told `aborted`.
+   * One microtask per event-loop turn, however many waiters were answered (issue 11).
+   */
+  #deliverAnswers(): void {
+    this.#isDeliveryQueued = false;
+    for (let waiter = this.#answeredHead; waiter; waiter = this.#answeredHead) {
+      this.#answeredHead = waiter.nextAnswered;
+      if (this.#answeredHead === undefined) this.#answeredTail = undefined;
+      waiter.nextAnswered = undefined;
+      let outcome = waiter.outcome as AcquireOutcome;
+      waiter.outcome = undefined;
+      if (outcome.granted && waiter.signal?.aborted) {
+        outcome.slot.release();
+        outcome = ABORTED;
+      }
+      try {
+        waiter.taker.takeSlot(outcome);
+      } catch (error) {
+        // The taker's failure is its own: report it as uncaught, and tell the others.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   #statsOf(state: OriginState, nowMs: number): OriginPacingStats {

@@ -128,6 +128,23 @@ export type Refusal =
 /** The result of `Pacer.acquire`: a slot, or the reason there is none. */
 export type AcquireOutcome = { granted: true; slot: Slot } | { granted: false; refusal: Refusal };
 
+/**
+ * A request waiting for a start slot, told the pacer's answer by a method call (`Pacer.acquireFor`):
+ * no promise, no closure and no microtask of its own per waiting request (issue 11). The caller's
+ * own per-request record (the proxy's exchange) is the taker.
+ */
+export interface SlotTaker {
+  /**
+   * The answer for a request that had to wait: a granted slot (release it exactly once), or a
+   * refusal (`aborted`: its signal aborted while it waited, or before a granted slot reached it;
+   * `closed`). Called exactly once, never from inside `acquireFor`, and never from inside another
+   * slot's `release`: the pacer delivers its answers from one microtask per event-loop turn, in
+   * the order they were decided. Must not throw (a throw is reported as uncaught; the answers
+   * after it are still delivered).
+   */
+  takeSlot(outcome: AcquireOutcome): void;
+}
+
 /** One origin's pacing figures. */
 export interface OriginPacingStats {
   origin: string;
@@ -163,6 +180,8 @@ export interface PacingStats {
 export interface RequestPacer {
   /** See `Pacer.acquire`: the outcome itself when known at once, else a promise of it. */
   acquire(origin: string, delayMs: number, options: AcquireOptions): AcquireOutcome | Promise<AcquireOutcome>;
+  /** See `Pacer.acquireFor`: the outcome itself when known at once, else undefined and `taker` is told later. */
+  acquireFor(origin: string, delayMs: number, options: AcquireOptions, taker: SlotTaker): AcquireOutcome | undefined;
   /** See `Pacer.originStats`. */
   originStats(origin: string): OriginPacingStats | undefined;
   /** See `Pacer.stats`. */

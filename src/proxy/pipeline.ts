@@ -370,14 +370,26 @@ export class RequestPipeline {
     signal: AbortSignalLike,
     onHoldExceeded: ((heldMs: number) => void) | undefined,
   ): AcquireOutcome | Promise<AcquireOutcome> {
-    const { delayMs, maxConcurrency } = limits;
+    return this.deps.pacer.acquire(decision.origin, limits.delayMs, this.#acquireOptions(decision, policyRequest, limits, identity, signal, onHoldExceeded));
+  }
+
+  /** The pacer's options for a request with `limits` ({@link RequestPipeline.delayFor}). */
+  #acquireOptions(
+    decision: Decision,
+    policyRequest: PolicyRequest,
+    limits: RequestLimits & { maxConcurrency: number | undefined },
+    identity: string,
+    signal: AbortSignalLike,
+    onHoldExceeded: ((heldMs: number) => void) | undefined,
+  ): AcquireOptions {
+    const maxConcurrency = limits.maxConcurrency;
     // A reload while this request waits re-reads the policy rules and operator minimums through `limits`.
     const options: AcquireOptions = { identity, signal, limits: () => this.delayFor(decision, policyRequest) };
     // Written only when set (the pacer tells an absent field from an undefined one nowhere, but its
     // options stay as they were); plain writes, no conditional spreads: each spread made an object (issue 11).
     if (maxConcurrency !== undefined) options.maxConcurrency = maxConcurrency;
     if (onHoldExceeded !== undefined) options.onHoldExceeded = onHoldExceeded;
-    return this.deps.pacer.acquire(decision.origin, delayMs, options);
+    return options;
   }
 
   /**
@@ -463,10 +475,12 @@ export class RequestPipeline {
       const limits = this.delayFor(decision, decided.policyRequest, decided.matched);
       x.delayMs = limits.delayMs;
       x.waitStartedAtMs = x.nowMs();
-      const outcome = this.#requestSlot(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
-      // A free slot is granted synchronously: no promise then (issue 11).
-      if (outcome instanceof Promise) outcome.then((o) => this.#forward(x, o), (err: unknown) => this.#fail(x.p, x, err));
-      else this.#forward(x, outcome);
+      const options = this.#acquireOptions(decision, decided.policyRequest, limits, identityOf(req, decision), x.abort, x.onHoldExceeded);
+      // A free slot is granted synchronously; a request that waits is a record in the origin's
+      // queue, and the exchange is told the answer (x.takeSlot, then #paced): no promise (issue 11).
+      x.onPaced = this.#paced;
+      const outcome = this.deps.pacer.acquireFor(decision.origin, limits.delayMs, options, x);
+      if (outcome !== undefined) this.#forward(x, outcome);
     } catch (err) {
       this.#fail(x.p, x, err);
     }
@@ -488,6 +502,9 @@ export class RequestPipeline {
       this.#fail(x.p, x, err);
     }
   }
+
+  /** {@link RequestPipeline.handle}'s fourth step for a request that waited, told by the exchange (the pacer's taker). Never throws. */
+  readonly #paced = (x: ProxiedExchange, outcome: AcquireOutcome): void => this.#forward(x, outcome);
 
   /** {@link RequestPipeline.handle}'s last step, told by the exchange when the relay ends: the outcome recorded, the access entry written. Never throws. */
   readonly #relayed = (x: ProxiedExchange, relayed: RelayOutcome): void => {

@@ -7,7 +7,7 @@
  */
 import { Transform } from 'node:stream';
 import type { Clock } from '../clock.js';
-import { CancelSignal, type AcquireOutcome, type Slot } from '../pacing/index.js';
+import { CancelSignal, type AcquireOutcome, type Slot, type SlotTaker } from '../pacing/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { Identity } from '../policy/identity.js';
@@ -94,7 +94,7 @@ export function recordPacing(decision: Decision, outcome: AcquireOutcome, delayM
  * two closures per request (the response's `close` listener, the slot-hold callback) instead of a
  * closure per callback and an object per group of facts (issue 11).
  */
-export class ProxiedExchange extends InFlightRequest implements RelayHooks {
+export class ProxiedExchange extends InFlightRequest implements RelayHooks, SlotTaker {
   readonly startedAtMs: number;
   readonly requestId: string;
   readonly origin: string;
@@ -133,6 +133,8 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
   delayMs = 0;
   /** When the request began to wait for its start slot, ms (the pipeline's clock). */
   waitStartedAtMs = 0;
+  /** The pipeline's pacing step, told the pacer's answer when the request waited for its slot ({@link ProxiedExchange.takeSlot}). */
+  onPaced: ((x: ProxiedExchange, outcome: AcquireOutcome) => void) | undefined = undefined;
   /**
    * True while {@link RequestPipeline.handle}'s first synchronous run lasts (the pipeline clears
    * it when `handle` returns): the steps it takes at once share `startedAtMs` as their reading of
@@ -248,6 +250,14 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks {
     const fields = forwardableResponseFields(rawHeaders, '1.1', this.deps.viaPseudonym, this);
     fields.push(DECISION_HEADER, decisionHeaderValue(decision), REQUEST_ID_HEADER, this.requestId);
     this.p.res.writeHead(status, fields);
+  }
+
+  /** The pacer's answer for a request that waited in its origin's queue (the exchange is the pacer's {@link SlotTaker}): handed to the pipeline. */
+  takeSlot(outcome: AcquireOutcome): void {
+    const onPaced = this.onPaced;
+    if (onPaced !== undefined) return onPaced(this, outcome);
+    // Not waiting through the pipeline (cannot happen): a slot nobody holds is given back.
+    if (outcome.granted) outcome.slot.release();
   }
 
   /** The relay ended: handed to the pipeline, which records the outcome and writes the access entry. */
