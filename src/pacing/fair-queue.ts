@@ -54,6 +54,8 @@ export const UNLINKED = { owner: undefined, prev: undefined, next: undefined } a
 
 export class FairQueue<T extends QueueEntry> {
   readonly #lines = new Map<string, IdentityLine>();
+  /** The line last looked up by identity, while it is open: a crawler's requests repeat one identity (issue 11). */
+  #lastLine: IdentityLine | undefined;
   /** The identity served next, or undefined when nothing waits. */
   #cursor: IdentityLine | undefined;
   #size = 0;
@@ -76,7 +78,16 @@ export class FairQueue<T extends QueueEntry> {
 
   /** Entries of `identity` waiting. */
   sizeOf(identity: string): number {
-    return this.#lines.get(identity)?.size ?? 0;
+    return this.#lineOf(identity)?.size ?? 0;
+  }
+
+  /** `identity`'s open line, or undefined. */
+  #lineOf(identity: string): IdentityLine | undefined {
+    const last = this.#lastLine;
+    if (last !== undefined && last.identity === identity) return last;
+    const line = this.#lines.get(identity);
+    if (line !== undefined) this.#lastLine = line;
+    return line;
   }
 
   /** The entry served next (the cursor identity's oldest), or undefined when empty. */
@@ -86,10 +97,7 @@ export class FairQueue<T extends QueueEntry> {
 
   /** Appends `entry` to `identity`'s line (a new identity joins at the end of the round). */
   push(identity: string, entry: T): void {
-    let line = this.#lines.get(identity);
-    if (!line) {
-      line = this.#openLine(identity);
-    }
+    const line = this.#lineOf(identity) ?? this.#openLine(identity);
     entry.owner = line;
     entry.prev = line.tail;
     entry.next = undefined;
@@ -167,6 +175,7 @@ export class FairQueue<T extends QueueEntry> {
       entry.next = undefined;
     }
     this.#lines.clear();
+    this.#lastLine = undefined;
     this.#cursor = undefined;
     this.#size = 0;
     this.#delaySumMs = 0;
@@ -183,7 +192,7 @@ export class FairQueue<T extends QueueEntry> {
    * from its smallest and largest delays. O(identities waiting).
    */
   entriesAheadDelayMs(identity: string): number {
-    const mine = this.#lines.get(identity);
+    const mine = this.#lineOf(identity);
     const cursor = this.#cursor;
     if (!cursor) return 0;
     const rounds = mine?.size ?? 0;
@@ -227,6 +236,7 @@ export class FairQueue<T extends QueueEntry> {
       cursor.ringPrev = line;
     }
     this.#lines.set(identity, line);
+    this.#lastLine = line;
     return line;
   }
 
@@ -248,6 +258,7 @@ export class FairQueue<T extends QueueEntry> {
 
   #closeLine(line: IdentityLine): void {
     this.#lines.delete(line.identity);
+    if (this.#lastLine === line) this.#lastLine = undefined;
     if (line.ringNext === line) {
       this.#cursor = undefined;
       return;

@@ -108,9 +108,17 @@ export function identityOf(req: IncomingMessage, decision?: Pick<Decision, 'iden
   if (name !== undefined) return name;
   const address = req.socket?.remoteAddress;
   if (address === undefined) return '';
+  // A crawler's requests come from a few addresses: the last one's key is kept (one string compare, no concatenation per request, issue 11).
+  if (address === lastIdentityAddress) return lastIdentityKey;
   const key = throttleKeyOf(address);
-  return key.includes('/') ? key : `${key}/32`;
+  lastIdentityKey = key.includes('/') ? key : `${key}/32`;
+  lastIdentityAddress = address;
+  return lastIdentityKey;
 }
+
+/** The address {@link identityOf} last keyed, and its key. */
+let lastIdentityAddress: string | undefined;
+let lastIdentityKey = '';
 
 /** Compiles the configured policy: `policy.rules`, then the deprecated `hosts` entries as `pace` rules. */
 function compileConfiguredPolicy(config: Config): CompiledPolicy {

@@ -1,7 +1,8 @@
 /**
  * The pipeline reports its own bugs to the listener's error boundary (issue 11:
- * the listener attaches no rejection handler per request): a throw before the
- * first await and a rejection after it are both answered 500 `internal-error`,
+ * the listener attaches no rejection handler per request): a throw while the
+ * request asks for its slot, and one when the pacer's answer comes back later
+ * (through the exchange, the pacer's taker) are both answered 500 `internal-error`,
  * logged with `where: proxy-request` and audited, the request no longer counts
  * in flight, and the proxy keeps serving. A real proxy and origin on loopback;
  * the fault is injected into the running pacer on purpose.
@@ -10,6 +11,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { captureLogs, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { proxyRequest } from '../helpers/proxy-client.js';
+import type { AcquireOutcome, RequestPacer } from '../../src/pacing/types.js';
 
 describe('pipeline failures reach the error boundary', () => {
   let origin: TestOrigin;
@@ -28,29 +30,42 @@ describe('pipeline failures reach the error boundary', () => {
     await origin?.close();
   });
 
-  const cases: Array<[string, () => never | Promise<never>]> = [
+  const cases: Array<[string, string, RequestPacer['acquireFor']]> = [
     [
       'a synchronous throw',
+      'injected throw',
       () => {
         throw new TypeError('injected throw');
       },
     ],
-    ['a rejection', () => Promise.reject(new RangeError('injected rejection'))],
+    [
+      'a throw after the wait',
+      'injected late throw',
+      (_origin, _delayMs, _options, taker) => {
+        // The answer comes back later, as for a queued request, and reading it throws in the pipeline.
+        const broken = {
+          get granted(): boolean {
+            throw new RangeError('injected late throw');
+          },
+        } as unknown as AcquireOutcome;
+        setImmediate(() => taker.takeSlot(broken));
+        return undefined;
+      },
+    ],
   ];
-  for (const [name, fault] of cases) {
+  for (const [name, message, fault] of cases) {
     it(`answers ${name} in the pipeline 500 internal-error, logs and audits it, and keeps serving`, { timeout: 20_000 }, async () => {
       const pacer = proxy.pacer;
-      const acquire = pacer.acquire;
-      pacer.acquire = fault;
+      const acquireFor = pacer.acquireFor;
+      pacer.acquireFor = fault;
       let answer;
       try {
         answer = await proxyRequest(port, `${origin.url}/page/${name.replace(/ /g, '-')}`, { headers: { 'user-agent': 'ExampleBot/1.0' } });
       } finally {
-        pacer.acquire = acquire;
+        pacer.acquireFor = acquireFor;
       }
       assert.equal(answer.status, 500);
       assert.match(answer.body.toString('utf8'), /internal-error/);
-      const message = name === 'a rejection' ? 'injected rejection' : 'injected throw';
       const logged = logs.lines.filter((l) => l['event'] === 'internal-error' && l['error'] === message);
       assert.equal(logged.length, 1, JSON.stringify(logs.lines.filter((l) => l['event'] === 'internal-error')));
       assert.equal(logged[0]?.['where'], 'proxy-request');
