@@ -37,6 +37,8 @@ function takeCaptured(): (outcome: AcquireOutcome) => void {
   return resolve;
 }
 
+/** A settled promise: `.then` on it queues the pacer's delivery microtask ({@link Pacer.#settle}). */
+const SETTLED: Promise<void> = Promise.resolve();
 const CLOSED: AcquireOutcome = Object.freeze({ granted: false, refusal: Object.freeze({ reason: 'closed' }) }) as AcquireOutcome;
 const ABORTED: AcquireOutcome = Object.freeze({ granted: false, refusal: Object.freeze({ reason: 'aborted' }) }) as AcquireOutcome;
 
@@ -502,7 +504,8 @@ export class Pacer {
     this.#answeredTail = waiter;
     if (this.#isDeliveryQueued) return;
     this.#isDeliveryQueued = true;
-    queueMicrotask(this.#deliver);
+    // A reaction on a settled promise, not queueMicrotask (Node wraps each in an AsyncResource and a bound function).
+    void SETTLED.then(this.#deliver);
   }
 
   /**

@@ -47,7 +47,7 @@ describe('queued requests told their slot through the exchange (maxConcurrency 1
   const inFlight = (): number => proxy.pacer.originStats(origin.url)?.inFlight ?? 0;
   const pageHits = (): string[] => origin.hits.filter((h) => h.url !== '/robots.txt').map((h) => h.url);
 
-  it('starts waiting requests in arrival order as the slot frees', async () => {
+  it('starts waiting requests in arrival order as the slot frees', { timeout: 20_000 }, async () => {
     const first = get('/hold/1');
     await waitFor(() => held.has('/hold/1'), '/hold/1 to reach the origin');
     const waiting: Array<Promise<ProxyAnswer>> = [];
@@ -67,7 +67,7 @@ describe('queued requests told their slot through the exchange (maxConcurrency 1
     assert.equal(typeof line['queueWaitMs'], 'number');
   });
 
-  it('a client that disconnects while queued leaves the queue, sends nothing and holds no slot', async () => {
+  it('a client that disconnects while queued leaves the queue, sends nothing and holds no slot', { timeout: 20_000 }, async () => {
     const first = get('/hold/2');
     await waitFor(() => held.has('/hold/2'), '/hold/2 to reach the origin');
     const req = http.request({ host: '127.0.0.1', port: proxy.proxyAddress.port, path: `${origin.url}/gone`, headers: { 'user-agent': UA }, agent: false });
