@@ -5,9 +5,12 @@
  * Timers only through the injected {@link Clock}; no network.
  *
  * Waiting is meant to be nearly free (issue 11): a waiting request is one
- * record in its origin's {@link FairQueue} (O(1) in and out, an abort too),
- * its promise and its abort listener; the record is the listener, so nothing
- * is allocated per wake-up. An origin has at most one timer (the next start it
+ * record in its origin's {@link FairQueue} (O(1) in and out, an abort too) and
+ * its abort listener; the record is the listener, so nothing is allocated per
+ * wake-up. Through {@link Pacer.acquireFor} the caller's own record is told
+ * its answer by a method call ({@link SlotTaker}): no promise, no closure; the
+ * answers decided in one event-loop turn are delivered together from one
+ * microtask. {@link Pacer.acquire} is the same with a promise per waiter. An origin has at most one timer (the next start it
  * waits for, or when its state may be dropped), kept when a new waiter needs
  * no earlier wake-up; the slot hold bound is one timer per pacer (`hold-list.ts`).
  */

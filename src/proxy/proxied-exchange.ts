@@ -90,7 +90,8 @@ export function recordPacing(decision: Decision, outcome: AcquireOutcome, delayM
 
 /**
  * One request on its way through {@link RequestPipeline.handle}: its facts for the access entry,
- * its node in the in-flight list, its abort flag, and the relay's hooks as methods. One record and
+ * its node in the in-flight list, its abort flag, the relay's hooks as methods, and the pacer's
+ * {@link SlotTaker} (a request waiting for its slot is told it through {@link ProxiedExchange.takeSlot}). One record and
  * two closures per request (the response's `close` listener, the slot-hold callback) instead of a
  * closure per callback and an object per group of facts (issue 11).
  */
