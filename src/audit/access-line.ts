@@ -34,6 +34,7 @@ import {
 } from './access-log.js';
 import { createIsoWriter } from './iso-time.js';
 import { ConstantBytes, utf8Bytes, type LineBuffer } from './line-buffer.js';
+import { LineStretch, keepItems, sameItems } from './line-stretch.js';
 import { SAFE_RECORD, bindingsOf, encodedLineSinkOf } from './logger.js';
 
 /** Every key of `T`, listed once: `true` when `List` names them all, else a type error at the use. */
@@ -192,9 +193,142 @@ let lastBindingsBytes: Uint8Array = new Uint8Array(0);
 let lastIdentityName: string | undefined = undefined;
 let lastIdentityRun: ConstantBytes = K.identityNull;
 
-/** A duration in whole ms, as toAccessLogRecord writes it. */
-function wholeMsOrNull(out: LineBuffer, ms: number | null): void {
-  out.numberOrNull(ms === null ? null : Math.round(ms));
+/** A duration in whole ms or null, as toAccessLogRecord logs it. */
+function wholeMsOrNull(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms);
+}
+
+// The stretches of the line whose values usually repeat from one request to the next, each kept as the
+// bytes last written with the values they were written from (see LineStretch): copied when every value is
+// the same (`===`; arrays item by item, never by identity; rounded durations as written), else encoded and
+// kept. Every value the stretch's bytes depend on is compared, so a changed one is never copied stale.
+
+/** `,"clientAddress":"<address>","clientPort":`. */
+const ADDRESS = { stretch: new LineStretch(), address: '' };
+
+function addressStretch(out: LineBuffer, address: string): void {
+  const a = ADDRESS;
+  if (a.stretch.isValid && address === a.address) return a.stretch.copy(out, truncated);
+  a.stretch.begin(out, truncated);
+  out.constant(K.clientAddress);
+  out.string(address);
+  out.constant(K.clientPort);
+  a.stretch.end(out, truncated);
+  a.address = address;
+}
+
+/** `,"identity":…,"userAgent":…,"productTokens":[…],"method":"<method>","url":`: a client's, line after line. */
+const AGENT = {
+  stretch: new LineStretch(),
+  identity: undefined as string | null | undefined,
+  userAgent: null as string | null,
+  /** The first (up to the cap) product tokens. */
+  productTokens: [] as string[],
+  method: '',
+};
+
+function agentStretch(out: LineBuffer, entry: AccessEntry, tokenCount: number): void {
+  const a = AGENT;
+  const { request, productTokens } = entry;
+  if (
+    a.stretch.isValid && entry.identity === a.identity && request.userAgent === a.userAgent && request.method === a.method
+    && sameItems(a.productTokens, productTokens, tokenCount)
+  ) return a.stretch.copy(out, truncated);
+  a.stretch.begin(out, truncated);
+  if (entry.identity === undefined || entry.identity === null) out.constant(K.identityNull);
+  else {
+    // The same client's name line after line: its run (`,"identity":"<name>","userAgent":`) made once per name.
+    if (entry.identity !== lastIdentityName) {
+      lastIdentityName = entry.identity;
+      lastIdentityRun = run(`${K.identity.text}${JSON.stringify(entry.identity)}${K.userAgent.text}`);
+    }
+    out.constant(lastIdentityRun);
+  }
+  if (out.stringOrNull(request.userAgent, L.userAgentChars)) truncated.push(CUT.userAgent);
+  out.constant(K.productTokens);
+  for (let i = 0; i < tokenCount; i++) {
+    if (i > 0) out.byte(COMMA);
+    if (out.string(productTokens[i] as string, L.productTokenChars)) truncated.push(`${CUT.productTokens}.${i}`);
+  }
+  out.constant(K.method);
+  closedValue(out, request.method, METHOD_URL, L.methodChars, CUT.method);
+  a.stretch.end(out, truncated);
+  a.identity = entry.identity;
+  a.userAgent = request.userAgent;
+  keepItems(a.productTokens, productTokens, tokenCount);
+  a.method = request.method;
+}
+
+/** `,"via":…` through `,"upstreamStartedAt":`: the response's status and sizes, the queue wait and upstream time in whole ms. */
+const RESPONSE = {
+  stretch: new LineStretch(),
+  via: '' as string,
+  status: 0,
+  upstreamStatus: null as number | null,
+  bytesSent: 0,
+  bytesReceived: 0,
+  clientAborted: false,
+  /** Rounded, as written. */
+  queueWaitMs: null as number | null,
+  upstreamMs: null as number | null,
+};
+
+function responseStretch(out: LineBuffer, entry: AccessEntry): void {
+  const r = RESPONSE;
+  const { request, response, timings } = entry;
+  const queueWaitMs = wholeMsOrNull(timings.queueWaitMs);
+  const upstreamMs = wholeMsOrNull(timings.upstreamMs);
+  if (
+    r.stretch.isValid && request.via === r.via && response.status === r.status && response.upstreamStatus === r.upstreamStatus
+    && response.bytesSent === r.bytesSent && response.bytesReceived === r.bytesReceived && response.clientAborted === r.clientAborted
+    && queueWaitMs === r.queueWaitMs && upstreamMs === r.upstreamMs
+  ) return r.stretch.copy(out, truncated);
+  r.stretch.begin(out, truncated);
+  closedValue(out, request.via, VIA_STATUS);
+  out.number(response.status);
+  out.constant(K.upstreamStatus);
+  out.numberOrNull(response.upstreamStatus);
+  out.constant(K.bytesSent);
+  out.number(response.bytesSent);
+  out.constant(K.bytesReceived);
+  out.number(response.bytesReceived);
+  if (response.clientAborted === false) out.constant(K.clientAbortedFalse);
+  else if (response.clientAborted === true) out.constant(K.clientAbortedTrue);
+  else {
+    out.constant(K.clientAborted);
+    out.boolean(response.clientAborted);
+    out.constant(K.queueWaitMs);
+  }
+  out.numberOrNull(queueWaitMs);
+  out.constant(K.upstreamMs);
+  out.numberOrNull(upstreamMs);
+  out.constant(K.upstreamStartedAt);
+  r.stretch.end(out, truncated);
+  r.via = request.via;
+  r.status = response.status;
+  r.upstreamStatus = response.upstreamStatus;
+  r.bytesSent = response.bytesSent;
+  r.bytesReceived = response.bytesReceived;
+  r.clientAborted = response.clientAborted;
+  r.queueWaitMs = queueWaitMs;
+  r.upstreamMs = upstreamMs;
+}
+
+/** `,"error":…,"decision":{"verdict":"<verdict>","reason":"<reason>","origin":`. */
+const VERDICT = { stretch: new LineStretch(), error: null as string | null, verdict: '' as string, reason: '' as string };
+
+function verdictStretch(out: LineBuffer, entry: AccessEntry): void {
+  const v = VERDICT;
+  const d = entry.decision;
+  if (v.stretch.isValid && entry.error === v.error && d.verdict === v.verdict && d.reason === v.reason) return v.stretch.copy(out, truncated);
+  v.stretch.begin(out, truncated);
+  nullableStringThen(out, entry.error, K.errorNull, K.error, K.decision, L.errorChars, CUT.error);
+  closedValue(out, d.verdict, VERDICT_REASON);
+  closedValue(out, d.reason, REASON_ORIGIN);
+  v.stretch.end(out, truncated);
+  v.error = entry.error;
+  v.verdict = d.verdict;
+  v.reason = d.reason;
 }
 
 /** `,"rule":` and the rule (or null), then `,"crawlDelaySeconds":`. */
@@ -422,23 +556,12 @@ function stringItems(out: LineBuffer, values: readonly string[]): void {
   }
 }
 
-/** The Decision as toLoggedDecision logs it, after `{"verdict":`: capped values, ISO snapshot times; its closing brace excluded. */
+/** The Decision as toLoggedDecision logs it, after `"reason":"<reason>","origin":`: capped values, ISO snapshot times; its closing brace excluded. */
 function decision(out: LineBuffer, d: AccessEntry['decision']): void {
-  closedValue(out, d.verdict, VERDICT_REASON);
-  closedValue(out, d.reason, REASON_ORIGIN);
   if (out.string(d.origin, L.urlChars)) truncated.push(CUT.origin);
   out.constant(D.path);
   if (out.string(d.path, L.urlChars)) truncated.push(CUT.path);
-  nullableStringThen(out, d.productToken, D.productTokenNull, D.productToken, D.agentTokens, L.productTokenChars, CUT.productToken);
-  stringItems(out, d.agentTokens);
-  out.constant(D.group);
-  if (out.stringOrNull(d.group, L.otherChars)) truncated.push(CUT.group);
-  ruleThenDelayKey(out, d.rule);
-  if (d.crawlDelaySeconds === null) out.constant(D.crawlDelayNullSnapshot);
-  else {
-    out.number(d.crawlDelaySeconds);
-    out.constant(D.snapshot);
-  }
+  matchStretch(out, d);
   snapshot(out, d.snapshot);
   identity(out, d.identity);
   // The operator policy rule (a name and a closed-set action) and the would-deny reason (closed set).
@@ -451,6 +574,113 @@ function decision(out: LineBuffer, d: AccessEntry['decision']): void {
     out.string(d.policy.action);
     out.byte(CLOSE_OBJECT);
   }
+  tailStretch(out, d);
+}
+
+/** `,"productToken":…` through `,"snapshot":`: the matched token, group and rule, the same for a client's requests to one origin. */
+const MATCH = {
+  stretch: new LineStretch(),
+  productToken: null as string | null,
+  agentTokens: [] as string[],
+  group: null as string | null,
+  hasRule: false,
+  ruleKind: '' as string,
+  rulePattern: '',
+  ruleLine: 0,
+  crawlDelaySeconds: null as number | null,
+};
+
+function matchStretch(out: LineBuffer, d: AccessEntry['decision']): void {
+  const m = MATCH;
+  const rule = d.rule;
+  if (
+    m.stretch.isValid && d.productToken === m.productToken && d.group === m.group && d.crawlDelaySeconds === m.crawlDelaySeconds
+    && (rule === null ? !m.hasRule : m.hasRule && rule.kind === m.ruleKind && rule.pattern === m.rulePattern && rule.line === m.ruleLine)
+    && sameItems(m.agentTokens, d.agentTokens, d.agentTokens.length)
+  ) return m.stretch.copy(out, truncated);
+  m.stretch.begin(out, truncated);
+  nullableStringThen(out, d.productToken, D.productTokenNull, D.productToken, D.agentTokens, L.productTokenChars, CUT.productToken);
+  stringItems(out, d.agentTokens);
+  out.constant(D.group);
+  if (out.stringOrNull(d.group, L.otherChars)) truncated.push(CUT.group);
+  ruleThenDelayKey(out, rule);
+  if (d.crawlDelaySeconds === null) out.constant(D.crawlDelayNullSnapshot);
+  else {
+    out.number(d.crawlDelaySeconds);
+    out.constant(D.snapshot);
+  }
+  m.stretch.end(out, truncated);
+  m.productToken = d.productToken;
+  keepItems(m.agentTokens, d.agentTokens, d.agentTokens.length);
+  m.group = d.group;
+  m.hasRule = rule !== null;
+  if (rule !== null) {
+    m.ruleKind = rule.kind;
+    m.rulePattern = rule.pattern;
+    m.ruleLine = rule.line;
+  }
+  m.crawlDelaySeconds = d.crawlDelaySeconds;
+}
+
+/** The decision's last fields, `wouldDeny` through `upstream` (absent ones as undefined), as last written: the same request after request to one origin. */
+const TAIL = {
+  stretch: new LineStretch(),
+  wouldDeny: undefined as string | undefined,
+  detail: undefined as string | undefined,
+  proxyAuthenticate: undefined as string | undefined,
+  retryAfterSeconds: undefined as number | undefined,
+  hasPacing: false,
+  delayMs: 0,
+  /** Rounded, as written. */
+  waitedMs: 0,
+  queueLength: undefined as number | undefined,
+  identityQueueLength: undefined as number | undefined,
+  limit: undefined as string | undefined,
+  pacingRetryAfterSeconds: undefined as number | undefined,
+  hasUpstream: false,
+  upstreamStatus: undefined as number | undefined,
+  upstreamError: undefined as string | undefined,
+  timedOut: undefined as boolean | undefined,
+};
+
+function tailStretch(out: LineBuffer, d: AccessEntry['decision']): void {
+  const t = TAIL;
+  const p = d.pacing;
+  const u = d.upstream;
+  const waitedMs = p === undefined ? 0 : Math.round(p.waitedMs);
+  if (
+    t.stretch.isValid && d.wouldDeny === t.wouldDeny && d.detail === t.detail && d.proxyAuthenticate === t.proxyAuthenticate
+    && d.retryAfterSeconds === t.retryAfterSeconds
+    && (p === undefined ? !t.hasPacing : t.hasPacing && p.delayMs === t.delayMs && waitedMs === t.waitedMs && p.queueLength === t.queueLength
+      && p.identityQueueLength === t.identityQueueLength && p.limit === t.limit && p.retryAfterSeconds === t.pacingRetryAfterSeconds)
+    && (u === undefined ? !t.hasUpstream : t.hasUpstream && u.status === t.upstreamStatus && u.error === t.upstreamError && u.timedOut === t.timedOut)
+  ) return t.stretch.copy(out, truncated);
+  t.stretch.begin(out, truncated);
+  tailFields(out, d);
+  t.stretch.end(out, truncated);
+  t.wouldDeny = d.wouldDeny;
+  t.detail = d.detail;
+  t.proxyAuthenticate = d.proxyAuthenticate;
+  t.retryAfterSeconds = d.retryAfterSeconds;
+  t.hasPacing = p !== undefined;
+  if (p !== undefined) {
+    t.delayMs = p.delayMs;
+    t.waitedMs = waitedMs;
+    t.queueLength = p.queueLength;
+    t.identityQueueLength = p.identityQueueLength;
+    t.limit = p.limit;
+    t.pacingRetryAfterSeconds = p.retryAfterSeconds;
+  }
+  t.hasUpstream = u !== undefined;
+  if (u !== undefined) {
+    t.upstreamStatus = u.status;
+    t.upstreamError = u.error;
+    t.timedOut = u.timedOut;
+  }
+}
+
+/** `wouldDeny` through `upstream`, each when present. */
+function tailFields(out: LineBuffer, d: AccessEntry['decision']): void {
   if (d.wouldDeny !== undefined) {
     out.constant(D.wouldDeny);
     out.string(d.wouldDeny);
@@ -485,7 +715,7 @@ function decision(out: LineBuffer, d: AccessEntry['decision']): void {
  */
 export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: string, nowMs: number): void {
   truncated.length = 0;
-  const { request, timings, response, productTokens } = entry;
+  const { request, timings, productTokens } = entry;
   const tokenCount = Math.min(productTokens.length, L.productTokens);
   if (productTokens.length > L.productTokens) truncated.push(CUT.productTokens);
   out.constant(LINE_START);
@@ -499,52 +729,16 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
   out.string(entry.requestId);
   nullableStringThen(out, request.clientRequestId ?? null, K.clientRequestIdNull, K.clientRequestId, K.startedAt, L.clientRequestIdChars, CUT.clientRequestId);
   isoStartedAt(out, entry.startedAtMs);
-  out.constant(K.clientAddress);
-  out.string(entry.client.address);
-  out.constant(K.clientPort);
+  addressStretch(out, entry.client.address);
   out.number(entry.client.port);
-  if (entry.identity === undefined || entry.identity === null) out.constant(K.identityNull);
-  else {
-    // The same client's name line after line: its run (`,"identity":"<name>","userAgent":`) made once per name.
-    if (entry.identity !== lastIdentityName) {
-      lastIdentityName = entry.identity;
-      lastIdentityRun = run(`${K.identity.text}${JSON.stringify(entry.identity)}${K.userAgent.text}`);
-    }
-    out.constant(lastIdentityRun);
-  }
-  if (out.stringOrNull(request.userAgent, L.userAgentChars)) truncated.push(CUT.userAgent);
-  out.constant(K.productTokens);
-  for (let i = 0; i < tokenCount; i++) {
-    if (i > 0) out.byte(COMMA);
-    if (out.string(productTokens[i] as string, L.productTokenChars)) truncated.push(`${CUT.productTokens}.${i}`);
-  }
-  out.constant(K.method);
-  closedValue(out, request.method, METHOD_URL, L.methodChars, CUT.method);
+  agentStretch(out, entry, tokenCount);
   if (out.string(request.url, L.urlChars)) truncated.push(CUT.url);
-  closedValue(out, request.via, VIA_STATUS);
-  out.number(response.status);
-  out.constant(K.upstreamStatus);
-  out.numberOrNull(response.upstreamStatus);
-  out.constant(K.bytesSent);
-  out.number(response.bytesSent);
-  out.constant(K.bytesReceived);
-  out.number(response.bytesReceived);
-  if (response.clientAborted === false) out.constant(K.clientAbortedFalse);
-  else if (response.clientAborted === true) out.constant(K.clientAbortedTrue);
-  else {
-    out.constant(K.clientAborted);
-    out.boolean(response.clientAborted);
-    out.constant(K.queueWaitMs);
-  }
-  wholeMsOrNull(out, timings.queueWaitMs);
-  out.constant(K.upstreamMs);
-  wholeMsOrNull(out, timings.upstreamMs);
-  out.constant(K.upstreamStartedAt);
+  responseStretch(out, entry);
   if (timings.upstreamStartedAtMs == null) out.null();
   else isoUpstreamStartedAt(out, timings.upstreamStartedAtMs);
   out.constant(K.durationMs);
   out.number(Math.round(timings.durationMs));
-  nullableStringThen(out, entry.error, K.errorNull, K.error, K.decision, L.errorChars, CUT.error);
+  verdictStretch(out, entry);
   decision(out, entry.decision);
   if (truncated.length === 0) return out.constant(DECISION_END_LINE_END);
   out.constant(K.truncated);

@@ -47,12 +47,16 @@ export function utf8Bytes(text: string): Uint8Array {
  * of the encoder's time, bench/PROFILE.md "The access line, session 19").
  */
 export class ConstantBytes {
-  /** The UTF-8 bytes, zero-padded to a whole number of words; byte `i` is bits `8 * (i % 4)` up of word `i >> 2`. */
-  readonly words: Int32Array;
-  /** The constant's length in bytes (the padding excluded). */
-  readonly byteLength: number;
-  /** The text, for tests and debugging. */
-  readonly text: string;
+  /**
+   * The UTF-8 bytes, padded to a whole number of words (maybe more words than that: only the first
+   * `ceil(byteLength / 4)` are written); byte `i` is bits `8 * (i % 4)` up of word `i >> 2`. Replaced only
+   * by {@link LineBuffer.capture} (a cached stretch of a line); read-only everywhere else.
+   */
+  words: Int32Array;
+  /** The constant's length in bytes (the padding excluded); changed only by {@link LineBuffer.capture}. */
+  byteLength: number;
+  /** The text, for tests and debugging (empty for bytes captured from a line). */
+  text: string;
 
   /** @param text the bytes' text, encoded as UTF-8. */
   constructor(text: string) {
@@ -115,7 +119,7 @@ export class LineBuffer {
    */
   constant(value: ConstantBytes): void {
     const words = value.words;
-    const n = words.length;
+    const n = (value.byteLength + 3) >> 2;
     this.ensure(n * 4);
     const view = this.#view;
     let p = this.length;
@@ -124,6 +128,24 @@ export class LineBuffer {
       p += 4;
     }
     this.length += value.byteLength;
+  }
+
+  /**
+   * Copies the bytes written since `start`, `buf[start, length)`, into `target` (its words, grown when
+   * short, and its byteLength; its text emptied), so that `constant(target)` appends them again later
+   * (a stretch of a line that the next line repeats, access-line.ts). Nothing is appended.
+   * @param start a position in `[0, length]`.
+   */
+  capture(target: ConstantBytes, start: number): void {
+    const n = this.length - start;
+    const count = (n + 3) >> 2;
+    this.ensure(3); // the last word is read whole, up to 3 bytes past length
+    let words = target.words;
+    if (words.length < count) words = target.words = new Int32Array(Math.max(count, words.length * 2));
+    const view = this.#view;
+    for (let i = 0, p = start; i < count; i++, p += 4) words[i] = view.getInt32(p, true);
+    target.byteLength = n;
+    target.text = '';
   }
 
   /**
