@@ -8,7 +8,7 @@
  * ~40 pieces, joined with the batch and converted to UTF-8 by write(2)'s
  * binding: 8.4 KB allocated per line, against 82 bytes now, and a quarter
  * fewer CPU µs per line in process (bench/PROFILE.md, "The access line as bytes").
- * Six stretches of the line whose values usually repeat from one request to
+ * Seven stretches of the line whose values usually repeat from one request to
  * the next are copied as the last line's bytes when every value they were
  * written from is the same ({@link LineStretch}; bench/PROFILE.md, "The access
  * line's repeating stretches").
@@ -469,12 +469,8 @@ function onceEncoded<T extends object>(runs: EncodedOnce<T>, value: T, textOf: (
   return bytes;
 }
 
-/** The pacing facts, `waitedMs` in whole ms (as toAccessLogRecord logs it). */
-function pacing(out: LineBuffer, value: PacingFacts): void {
-  out.constant(D.pacing);
-  out.number(value.delayMs);
-  out.constant(PACING.waitedMs);
-  out.number(Math.round(value.waitedMs));
+/** The pacing facts' fields after `waitedMs` and the closing brace. */
+function pacingAfterWaited(out: LineBuffer, value: PacingFacts): void {
   if (value.queueLength !== undefined) {
     out.constant(PACING.queueLength);
     out.number(value.queueLength);
@@ -615,7 +611,11 @@ function matchStretch(out: LineBuffer, d: AccessEntry['decision']): void {
   m.crawlDelaySeconds = d.crawlDelaySeconds;
 }
 
-/** The decision's last fields, `wouldDeny` through `upstream` (absent ones as undefined), as last written: the same request after request to one origin. */
+/**
+ * The decision's last fields, `wouldDeny` through pacing's `"waitedMs":` (absent ones as undefined), as last
+ * written: the same request after request to one origin. `waitedMs` itself is not in it: it changes whenever
+ * requests wait for their start (a Crawl-delay).
+ */
 const TAIL = {
   stretch: new LineStretch(),
   wouldDeny: undefined as string | undefined,
@@ -624,55 +624,80 @@ const TAIL = {
   retryAfterSeconds: undefined as number | undefined,
   hasPacing: false,
   delayMs: 0,
-  /** Rounded, as written. */
-  waitedMs: 0,
+};
+
+/** After pacing's `waitedMs` (or after the tail when there is no pacing): pacing's other facts and `upstream`. */
+const AFTER_WAITED = {
+  stretch: new LineStretch(),
+  hasPacing: false,
   queueLength: undefined as number | undefined,
   identityQueueLength: undefined as number | undefined,
   limit: undefined as string | undefined,
-  pacingRetryAfterSeconds: undefined as number | undefined,
+  retryAfterSeconds: undefined as number | undefined,
   hasUpstream: false,
-  upstreamStatus: undefined as number | undefined,
-  upstreamError: undefined as string | undefined,
+  status: undefined as number | undefined,
+  error: undefined as string | undefined,
   timedOut: undefined as boolean | undefined,
 };
 
 function tailStretch(out: LineBuffer, d: AccessEntry['decision']): void {
   const t = TAIL;
   const p = d.pacing;
-  const u = d.upstream;
-  const waitedMs = p === undefined ? 0 : Math.round(p.waitedMs);
   if (
     t.stretch.isValid && d.wouldDeny === t.wouldDeny && d.detail === t.detail && d.proxyAuthenticate === t.proxyAuthenticate
-    && d.retryAfterSeconds === t.retryAfterSeconds
-    && (p === undefined ? !t.hasPacing : t.hasPacing && p.delayMs === t.delayMs && waitedMs === t.waitedMs && p.queueLength === t.queueLength
-      && p.identityQueueLength === t.identityQueueLength && p.limit === t.limit && p.retryAfterSeconds === t.pacingRetryAfterSeconds)
-    && (u === undefined ? !t.hasUpstream : t.hasUpstream && u.status === t.upstreamStatus && u.error === t.upstreamError && u.timedOut === t.timedOut)
-  ) return t.stretch.copy(out, truncated);
-  t.stretch.begin(out, truncated);
-  tailFields(out, d);
-  t.stretch.end(out, truncated);
-  t.wouldDeny = d.wouldDeny;
-  t.detail = d.detail;
-  t.proxyAuthenticate = d.proxyAuthenticate;
-  t.retryAfterSeconds = d.retryAfterSeconds;
-  t.hasPacing = p !== undefined;
-  if (p !== undefined) {
-    t.delayMs = p.delayMs;
-    t.waitedMs = waitedMs;
-    t.queueLength = p.queueLength;
-    t.identityQueueLength = p.identityQueueLength;
-    t.limit = p.limit;
-    t.pacingRetryAfterSeconds = p.retryAfterSeconds;
+    && d.retryAfterSeconds === t.retryAfterSeconds && (p === undefined ? !t.hasPacing : t.hasPacing && p.delayMs === t.delayMs)
+  ) t.stretch.copy(out, truncated);
+  else {
+    t.stretch.begin(out, truncated);
+    tailFields(out, d);
+    if (p !== undefined) {
+      out.constant(D.pacing);
+      out.number(p.delayMs);
+      out.constant(PACING.waitedMs);
+    }
+    t.stretch.end(out, truncated);
+    t.wouldDeny = d.wouldDeny;
+    t.detail = d.detail;
+    t.proxyAuthenticate = d.proxyAuthenticate;
+    t.retryAfterSeconds = d.retryAfterSeconds;
+    t.hasPacing = p !== undefined;
+    if (p !== undefined) t.delayMs = p.delayMs;
   }
-  t.hasUpstream = u !== undefined;
+  if (p !== undefined) out.number(Math.round(p.waitedMs));
+  afterWaitedStretch(out, p, d.upstream);
+}
+
+function afterWaitedStretch(out: LineBuffer, p: PacingFacts | undefined, u: UpstreamFacts | undefined): void {
+  const a = AFTER_WAITED;
+  if (
+    a.stretch.isValid
+    && (p === undefined ? !a.hasPacing : a.hasPacing && p.queueLength === a.queueLength && p.identityQueueLength === a.identityQueueLength
+      && p.limit === a.limit && p.retryAfterSeconds === a.retryAfterSeconds)
+    && (u === undefined ? !a.hasUpstream : a.hasUpstream && u.status === a.status && u.error === a.error && u.timedOut === a.timedOut)
+  ) return a.stretch.copy(out, truncated);
+  a.stretch.begin(out, truncated);
+  if (p !== undefined) pacingAfterWaited(out, p);
   if (u !== undefined) {
-    t.upstreamStatus = u.status;
-    t.upstreamError = u.error;
-    t.timedOut = u.timedOut;
+    out.constant(D.upstream);
+    upstream(out, u);
+  }
+  a.stretch.end(out, truncated);
+  a.hasPacing = p !== undefined;
+  if (p !== undefined) {
+    a.queueLength = p.queueLength;
+    a.identityQueueLength = p.identityQueueLength;
+    a.limit = p.limit;
+    a.retryAfterSeconds = p.retryAfterSeconds;
+  }
+  a.hasUpstream = u !== undefined;
+  if (u !== undefined) {
+    a.status = u.status;
+    a.error = u.error;
+    a.timedOut = u.timedOut;
   }
 }
 
-/** `wouldDeny` through `upstream`, each when present. */
+/** `wouldDeny` through `retryAfterSeconds`, each when present. */
 function tailFields(out: LineBuffer, d: AccessEntry['decision']): void {
   if (d.wouldDeny !== undefined) {
     out.constant(D.wouldDeny);
@@ -689,11 +714,6 @@ function tailFields(out: LineBuffer, d: AccessEntry['decision']): void {
   if (d.retryAfterSeconds !== undefined) {
     out.constant(D.retryAfterSeconds);
     out.number(d.retryAfterSeconds);
-  }
-  if (d.pacing !== undefined) pacing(out, d.pacing);
-  if (d.upstream !== undefined) {
-    out.constant(D.upstream);
-    upstream(out, d.upstream);
   }
 }
 
