@@ -364,21 +364,10 @@ export class RequestPipeline {
   ): Promise<{ slot: Slot } | { refusal: Refusal['reason'] }> {
     const limits = this.delayFor(decision, policyRequest, matched);
     const startedAtMs = this.deps.clock.nowMs();
-    const outcome = await this.#requestSlot(decision, policyRequest, limits, identity, signal, onHoldExceeded);
+    const options = this.#acquireOptions(decision, policyRequest, limits, identity, signal, onHoldExceeded);
+    const outcome = await this.deps.pacer.acquire(decision.origin, limits.delayMs, options);
     recordPacing(decision, outcome, limits.delayMs, startedAtMs, this.deps.clock);
     return outcome.granted ? { slot: outcome.slot } : { refusal: outcome.refusal.reason };
-  }
-
-  /** The pacer's `acquire` for a request with `limits` ({@link RequestPipeline.delayFor}): the outcome when known at once, else its promise. Never rejects. */
-  #requestSlot(
-    decision: Decision,
-    policyRequest: PolicyRequest,
-    limits: RequestLimits & { maxConcurrency: number | undefined },
-    identity: string,
-    signal: AbortSignalLike,
-    onHoldExceeded: ((heldMs: number) => void) | undefined,
-  ): AcquireOutcome | Promise<AcquireOutcome> {
-    return this.deps.pacer.acquire(decision.origin, limits.delayMs, this.#acquireOptions(decision, policyRequest, limits, identity, signal, onHoldExceeded));
   }
 
   /** The pacer's options for a request with `limits` ({@link RequestPipeline.delayFor}). */
