@@ -40,9 +40,18 @@ export function freshPrefix(): string {
   return `t${randomBytes(4).toString('hex')}:`;
 }
 
-/** Starts `count` instances on `yaml`. */
-export function startFleet(yaml: string, count = 3): Promise<ProxyProcess[]> {
-  return Promise.all(Array.from({ length: count }, () => startProxyProcess(yaml)));
+/**
+ * Starts `count` instances on `yaml`.
+ * @throws the first failed instance's StartFailure (see processes.ts) when any does not start; the others, started
+ *   or not, have then been closed, so a failed start leaves no instance running.
+ */
+export async function startFleet(yaml: string, count = 3): Promise<ProxyProcess[]> {
+  const settled = await Promise.allSettled(Array.from({ length: count }, () => startProxyProcess(yaml)));
+  const started = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed === undefined) return started;
+  await Promise.all(started.map((p) => p.close()));
+  throw failed.reason;
 }
 
 /** One answer seen by a client. */

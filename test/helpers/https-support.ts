@@ -16,7 +16,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import type { TestPki } from '../cache/support.js';
-import { firstLine, stop, stopAfterFailedStart, type RemoteHit } from './processes.js';
+import { firstLine, stop, stopAfterFailedStart, track, type RemoteHit } from './processes.js';
 
 export { createTestPki, startOrigin as startTlsOrigin, type TestPki, type TestOrigin as TlsOrigin } from '../cache/support.js';
 
@@ -45,10 +45,12 @@ export async function startHttpsOriginsProcess(
   pki: TestPki,
 ): Promise<HttpsOriginsProcess> {
   const script = join(root, 'test/helpers/origins-process.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(specs), JSON.stringify({ certPem: pki.certPem, keyPem: pki.keyPem })], {
-    cwd: root,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = track(
+    spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(specs), JSON.stringify({ certPem: pki.certPem, keyPem: pki.keyPem })], {
+      cwd: root,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }),
+  );
   const ports = await stopAfterFailedStart(child, async () => JSON.parse(await firstLine(child, 'https origins')) as Record<string, number>);
   const dispatcher = new Agent({ connect: { ca: pki.caPem } });
   return {

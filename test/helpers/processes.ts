@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { after } from 'node:test';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -49,6 +50,53 @@ export function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000)
   });
 }
 
+/** Child processes started through {@link track} that have not exited yet. */
+const live = new Set<ChildProcess>();
+/** Other things to end with them (a Redis server and its clients): see {@link onStopAll}. */
+const closers = new Set<() => Promise<void>>();
+
+/**
+ * Records `child` until it exits, so that {@link stopAllProcesses} ends it if nobody else does
+ * (a start that failed beside it in a `Promise.all`, whose result was never assigned, leaves it
+ * out of the test's `after`). Returns `child`.
+ */
+export function track<T extends ChildProcess>(child: T): T {
+  if (child.exitCode !== null || child.signalCode !== null) return child;
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/**
+ * Registers `close` (idempotent: it may also be called by its owner) to run in {@link stopAllProcesses};
+ * returns the function that unregisters it, for the owner to call once it has closed.
+ */
+export function onStopAll(close: () => Promise<void>): () => void {
+  closers.add(close);
+  return () => void closers.delete(close);
+}
+
+/** Pids of the tracked child processes still running. */
+export function trackedPids(): number[] {
+  return [...live].map((child) => child.pid).filter((pid): pid is number => pid !== undefined);
+}
+
+/**
+ * Ends every tracked child process still running (see {@link stop}) and runs every registered
+ * closer; resolves once all are done (a closer that throws is ignored: this is cleanup).
+ * Inside a node:test file this runs by itself after the file's last test (a root-level `after`),
+ * so a child left over by a failed `before` cannot keep the file's process alive (a hang in CI).
+ */
+export async function stopAllProcesses(): Promise<void> {
+  const closing = [...closers];
+  closers.clear();
+  await Promise.all([...closing.map((close) => close().catch(() => undefined)), ...[...live].map((child) => stop(child))]);
+}
+
+// NODE_TEST_CONTEXT is set in the process of a test file run by `node --test`: the benches
+// import this module too, and a root-level hook outside a test run would start node:test's harness.
+if (process.env['NODE_TEST_CONTEXT'] !== undefined) after(stopAllProcesses);
+
 /** Ends `child`: SIGTERM, then SIGKILL after 5 s; resolves once it has exited (and been reaped). */
 export function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
@@ -88,7 +136,7 @@ export async function stopAfterFailedStart<T>(child: ChildProcess, starting: () 
 export async function startOriginsProcess(
   specs: Record<string, { robots?: string; robotsStatus?: number; pageDelayMs?: number; robotsFirstDelayMs?: number; paths?: Record<string, { status?: number; retryAfter?: string; delayMs?: number }> }>,
 ): Promise<OriginsProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/helpers/origins-process.ts'), JSON.stringify(specs)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = track(spawn(process.execPath, ['--import', 'tsx', join(root, 'test/helpers/origins-process.ts'), JSON.stringify(specs)], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] }));
   const ports = await stopAfterFailedStart(child, async () => JSON.parse(await firstLine(child, 'origins process')) as Record<string, number>);
   return {
     ports,
@@ -129,10 +177,11 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, yaml.replaceAll('$STATE', join(dir, 'state')));
   const args = ['--import', 'tsx', join(root, 'src/cli.ts'), 'serve', '--config', configPath];
-  const child =
+  const child = track(
     options.openFileLimit === undefined
       ? spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn('sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$@"`, process.execPath, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      : spawn('sh', ['-c', `ulimit -n ${options.openFileLimit} && exec "$0" "$@"`, process.execPath, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

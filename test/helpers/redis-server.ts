@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { onStopAll, track } from './processes.js';
 
 /** Undefined when `redis-server` runs; else the reason the Redis tests are skipped. */
 export const REDIS_SKIP: string | undefined =
@@ -49,26 +50,36 @@ export async function startRedisServer(): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-redis-'));
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no'], { stdio: 'ignore' });
+    child = track(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no'], { stdio: 'ignore' }));
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-        if ((await probe.ping()) === 'PONG') break;
-      } catch {
-        // not up yet
+    // Disconnected however this ends: a probe left reconnecting every 50 ms keeps the test file's process alive.
+    try {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        try {
+          if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+          if ((await probe.ping()) === 'PONG') break;
+        } catch {
+          // not up yet
+        }
+        if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      probe.disconnect();
     }
-    probe.disconnect();
   };
-  await launch();
+  try {
+    await launch();
+  } catch (error) {
+    await stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
   client.on('error', () => undefined);
-  const stop = async (): Promise<void> => {
+  async function stop(): Promise<void> {
     const running = child;
     child = undefined;
     if (!running || running.exitCode !== null) return;
@@ -77,7 +88,16 @@ export async function startRedisServer(): Promise<RedisServer> {
       running.kill('SIGTERM');
       setTimeout(() => running.kill('SIGKILL'), 3000).unref();
     });
+  }
+  const close = async (): Promise<void> => {
+    unregister();
+    client.disconnect();
+    await stop();
+    rmSync(dir, { recursive: true, force: true });
   };
+  // A test whose `before` failed after this started may never reach its `after`: the client reconnects
+  // every 100 ms, which would keep the file's process alive, so it is closed with the tracked processes.
+  const unregister = onStopAll(close);
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -85,10 +105,6 @@ export async function startRedisServer(): Promise<RedisServer> {
     stop,
     restart: launch,
     signal: (signal) => void child?.kill(signal),
-    close: async () => {
-      client.disconnect();
-      await stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close,
   };
 }
