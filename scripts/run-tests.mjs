@@ -11,6 +11,12 @@
 // registered), so scripts/test-outcomes-reporter.mjs records every outcome and this prints the
 // count and the reason for each, and exits 1. --root runs the tests of another directory tree
 // (its test/ folder), which test/scripts/run-tests.test.ts uses on a throwaway one.
+//
+// A file that has not ended after RUN_TESTS_FILE_TIMEOUT_MS ms (default 360000: longer than the
+// longest test's own timeout, 300 s) fails, named, and its process is killed, so one hung file (a
+// child process or server its hooks left open) cannot eat CI's 15 minutes. node --test-timeout
+// sets that per file (the file is a test of the runner) and as the default of each test in it.
+// Once the run ends, whatever is left in its process group (grandchildren of a killed file) is killed.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -62,6 +68,12 @@ if (args[0] === '--root') {
   args = args.slice(2);
 }
 
+const fileTimeoutMs = Number(process.env.RUN_TESTS_FILE_TIMEOUT_MS ?? 360_000);
+if (!Number.isInteger(fileTimeoutMs) || fileTimeoutMs <= 0) {
+  console.error(`run-tests: RUN_TESTS_FILE_TIMEOUT_MS must be a positive integer (ms), not ${process.env.RUN_TESTS_FILE_TIMEOUT_MS}`);
+  process.exit(2);
+}
+
 const filter = args;
 let files = findTests(root, join(root, 'test')).sort();
 if (filter.length > 0) files = files.filter((f) => filter.some((part) => f.includes(part)));
@@ -85,7 +97,7 @@ const child = spawn(
   process.execPath,
   [
     '--import', tsx,
-    '--test', '--test-concurrency=1',
+    '--test', '--test-concurrency=1', `--test-timeout=${fileTimeoutMs}`,
     `--test-reporter=${visibleReporter}`, '--test-reporter-destination=stdout',
     `--test-reporter=${pathToFileURL(join(repoRoot, 'scripts/test-outcomes-reporter.mjs')).href}`, `--test-reporter-destination=${outcomesFile}`,
     ...files,
@@ -113,6 +125,12 @@ const result = await new Promise((resolve) => {
   child.once('exit', (status, signal) => resolve({ status, signal }));
 });
 if (result.error) console.error(`run-tests: could not start node --test: ${result.error.message}`);
+// Processes of the run still alive now were left behind (the children of a file killed on its timeout).
+try {
+  process.kill(-child.pid, 'SIGKILL');
+} catch {
+  // None left: the group is gone.
+}
 
 let summary;
 try {

@@ -34,7 +34,11 @@ export default async function* outcomes(source) {
     const error = details.error ?? {};
     const isFileLevel = data.nesting === 0 && data.file !== undefined && data.name === data.file;
     if (isFileLevel) {
-      if (event.type === 'test:fail') {
+      if (event.type === 'test:fail' && error.failureType === 'testTimeoutFailure') {
+        // run-tests.mjs's per-file timeout: the runner killed the file's process.
+        const reason = `the file did not end in time (${error.message ?? error.cause?.message}; a hook or test left a process, server or timer running?): killed`;
+        yield `${JSON.stringify({ kind: 'file-failed', file: data.file, reason })}\n`;
+      } else if (event.type === 'test:fail') {
         const exit = error.exitCode != null ? `exit code ${error.exitCode}` : `signal ${error.signal}`;
         yield `${JSON.stringify({ kind: 'file-failed', file: data.file, reason: reasonFrom(stderrByFile.get(data.file) ?? [], `the test process ended with ${exit}`) })}\n`;
       }

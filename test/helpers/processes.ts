@@ -3,7 +3,7 @@
  * the proxy started through its CLI (`robots-proxy serve --config FILE`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -242,12 +242,22 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
   };
 }
 
-/** True while a process with this pid exists (signal 0 probes without sending anything). */
+/**
+ * True while a process with this pid exists (signal 0 probes without sending anything) and, where
+ * /proc says so, is not a zombie: a killed orphan whose new parent (a container's pid 1) never
+ * reaps it has ended all the same.
+ */
 export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    // /proc/PID/stat: "pid (comm) STATE ..."; comm may hold spaces and parentheses, so read after the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
   }
 }

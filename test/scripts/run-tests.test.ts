@@ -99,6 +99,46 @@ describe('scripts/run-tests.mjs', () => {
     });
   }
 
+  it('a file that does not end in time fails, named, the other files run, and what it left running is killed', { timeout: 120_000 }, async () => {
+    const pidsFile = join(mkdtempSync(join(tmpdir(), 'run-tests-pids-')), 'pids.json');
+    trees.push(dirname(pidsFile));
+    // Its test passes, but a server child and an interval keep its process alive: before the per-file
+    // timeout, the run waited for it for ever.
+    const root = testTree({
+      'a-hangs.test.ts': [
+        "import { it } from 'node:test';",
+        "import { spawn } from 'node:child_process';",
+        "import { writeFileSync } from 'node:fs';",
+        "it('passes', () => {});",
+        "const server = spawn(process.execPath, ['-e', \"require('node:http').createServer().listen(0, '127.0.0.1')\"], { stdio: 'ignore' });",
+        `writeFileSync(${JSON.stringify(pidsFile)}, JSON.stringify([process.pid, server.pid]));`,
+        'setInterval(() => {}, 1000);',
+      ].join('\n'),
+      'b-ok.test.ts': PASSING,
+    });
+    const startedMs = Date.now();
+    const r = spawnSync(process.execPath, [runner, '--root', root], { encoding: 'utf8', timeout: 90_000, env: { ...process.env, RUN_TESTS_FILE_TIMEOUT_MS: '5000' } });
+    assert.equal(r.signal, null, `the run hung: ${r.stdout}${r.stderr}`);
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.ok(Date.now() - startedMs < 60_000);
+    assert.match(r.stderr, /run-tests: 2 files, 3 tests: 3 passed, 0 failed, 0 cancelled, 0 skipped, 0 todo; 1 files or suites failed to load or crashed/);
+    assert.match(r.stderr, /^ {2}test\/a-hangs\.test\.ts: the file did not end in time \(test timed out after 5000ms; .*\): killed$/m);
+    const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+    for (let waited = 0; pids.some(isRunning); waited += 50) {
+      if (waited > 10_000) {
+        for (const pid of pids.filter(isRunning)) process.kill(pid, 'SIGKILL');
+        assert.fail(`left running: ${pids.filter(isRunning).join(', ')}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+
+  it('refuses a RUN_TESTS_FILE_TIMEOUT_MS that is not a positive integer', () => {
+    const r = spawnSync(process.execPath, [runner, '--root', testTree({ 'a.test.ts': PASSING })], { encoding: 'utf8', env: { ...process.env, RUN_TESTS_FILE_TIMEOUT_MS: '5s' } });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /RUN_TESTS_FILE_TIMEOUT_MS must be a positive integer/);
+  });
+
   it('passes a healthy tree with exit code 0', { timeout: 120_000 }, () => {
     const { status, stdout, stderr } = runTests(testTree({ 'a.test.ts': PASSING, 'b/b.test.ts': PASSING }));
     assert.equal(status, 0, stdout + stderr);
