@@ -89,8 +89,8 @@ describe('access lines through the proxy, encoder (two loggers, stretches shared
     await origin2?.close();
   });
 
-  const send = (p: number, url: string, ua: string): Promise<ProxyAnswer> =>
-    proxyRequest((proxies[p] as (typeof proxies)[number]).proxyAddress.port, url, { headers: { 'user-agent': ua } });
+  const send = (p: number, url: string, ua: string, localAddress = '127.0.0.1'): Promise<ProxyAnswer> =>
+    proxyRequest((proxies[p] as (typeof proxies)[number]).proxyAddress.port, url, { headers: { 'user-agent': ua }, localAddress });
 
   /** Each proxy's request lines (msg "request"), in order. */
   const linesOf = (): Line[][] => [
@@ -102,8 +102,8 @@ describe('access lines through the proxy, encoder (two loggers, stretches shared
   it('writes the reference line for every request of a sequence changing one stretch field at a time', { timeout: 60_000 }, async () => {
     const o = origin.url;
     const o2 = origin2.url;
-    // [url, User-Agent, the reference's verdict:status]
-    const steps: Array<[string, string, string]> = [
+    // [url, User-Agent, the reference's verdict:status, the client's address]
+    const steps: Array<[string, string, string, string?]> = [
       [`${o}/a`, UA_A, 'allow:200'],
       [`${o}/private/x`, UA_A, 'deny:403'], // deny (rule)
       [`${o}/a`, UA_A, 'allow:200'], // allow again
@@ -120,13 +120,15 @@ describe('access lines through the proxy, encoder (two loggers, stretches shared
       [`${o}/b-only`, UA_A, 'allow:200'], // allowed for A (same url, other agent and rule)
       [`${o}/a`, UA_LONG, 'allow:200'], // a cut User-Agent
       [`${o}/a`, UA_A, 'allow:200'], // then a whole one
+      [`${o}/a`, UA_A, 'allow:200', '127.0.0.2'], // another client address
+      [`${o}/a`, UA_A, 'allow:200'],
       [`${o}/reset`, UA_A, 'allow:502'], // upstream error (connection reset)
       [`${o}/a`, UA_A, 'allow:200'], // then a success
       [`${o}/a`, '', 'allow:200'], // no product token
       [`${o}/a`, UA_A, 'allow:200'],
     ];
-    for (const [url, ua] of steps) {
-      for (let p = 0; p < 3; p++) await send(p, url, ua);
+    for (const [url, ua, , address] of steps) {
+      for (let p = 0; p < 3; p++) await send(p, url, ua, address);
     }
     // Refused (queue full: pacing's queue facts), queued, then not: hold the slot, queue one request,
     // one more is refused, free the slot, then one more unqueued.
@@ -151,7 +153,8 @@ describe('access lines through the proxy, encoder (two loggers, stretches shared
     assert.deepEqual(ref.map((l) => `${(l['decision'] as Line)['verdict'] as string}:${String(l['status'])}`), want);
     assert.ok((ref[14]?.['truncated'] as string[]).includes('userAgent'), 'the long User-Agent is cut');
     assert.equal((ref[12]?.['decision'] as Line)['reason'], 'robots-unreachable');
-    assert.notEqual(ref[16]?.['error'], null, 'the reset is an upstream error');
+    assert.equal(ref[16]?.['clientAddress'], '127.0.0.2');
+    assert.notEqual(ref[18]?.['error'], null, 'the reset is an upstream error');
     assert.equal(((ref[8]?.['decision'] as Line)['rule'] as Line)['pattern'], '/a');
     assert.equal(((ref[8]?.['decision'] as Line)['rule'] as Line)['line'], ((ref[7]?.['decision'] as Line)['rule'] as Line)['line']);
     for (let i = 0; i < expected; i++) {
