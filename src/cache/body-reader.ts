@@ -4,8 +4,8 @@
  * `Content-Encoding` (RFC 9110 §8.4) on the way so the limit counts decoded
  * bytes: a gzip or brotli bomb costs at most the limit plus one zlib chunk.
  */
-import { pipeline, type Readable, type Transform } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 
 /** The `Accept-Encoding` the fetcher sends: the codings {@link createDecoders} can undo. */
 export const ACCEPTED_ENCODINGS = 'gzip, deflate, br';
@@ -13,8 +13,11 @@ export const ACCEPTED_ENCODINGS = 'gzip, deflate, br';
 /**
  * The decoders for a `Content-Encoding` value, in the order to apply them
  * (the reverse of the listed order, RFC 9110 §8.4). `identity` is skipped,
- * `x-gzip` is gzip (RFC 9110 §8.4.1.3). `deflate` must be zlib-wrapped as
- * RFC 9110 §8.4.1.2 says; raw deflate fails to decode.
+ * `x-gzip` is gzip (RFC 9110 §8.4.1.3). `deflate` is zlib-wrapped as
+ * RFC 9110 §8.4.1.2 says, or raw deflate as some servers send it (told by
+ * its first two bytes, as browsers, curl and undici's fetch do). An empty
+ * body decodes to nothing whatever its coding, as in those clients: servers
+ * label empty bodies too, and zero bytes are not a corrupt stream.
  * @param contentEncoding the field value(s) as received, or undefined.
  * @returns the decoders (empty for none), or `undefined` when a coding is unknown.
  */
@@ -26,12 +29,87 @@ export function createDecoders(contentEncoding: string | string[] | undefined): 
     .filter((coding) => coding !== '' && coding !== 'identity');
   const decoders: Transform[] = [];
   for (const coding of codings.reverse()) {
-    if (coding === 'gzip' || coding === 'x-gzip') decoders.push(createGunzip());
-    else if (coding === 'deflate') decoders.push(createInflate());
-    else if (coding === 'br') decoders.push(createBrotliDecompress());
+    if (coding === 'gzip' || coding === 'x-gzip') decoders.push(new LazyDecoder(() => createGunzip()));
+    else if (coding === 'deflate') decoders.push(new LazyDecoder((first) => (isZlibWrapped(first) ? createInflate() : createInflateRaw())));
+    else if (coding === 'br') decoders.push(new LazyDecoder(() => createBrotliDecompress()));
     else return undefined;
   }
   return decoders;
+}
+
+/**
+ * True when `first` (a deflate body's first bytes) begins with a zlib header (RFC 1950 §2.2):
+ * compression method 8, a window of at most 32 KiB, and `CMF * 256 + FLG` a multiple of 31.
+ * Raw deflate (RFC 1951) data passes this check by chance for 1 start in 31 * 16 at most, and
+ * a zlib stream always passes it. A one-byte first chunk is judged by its CMF byte alone.
+ */
+export function isZlibWrapped(first: Buffer): boolean {
+  const cmf = first[0] ?? 0;
+  if ((cmf & 0x0f) !== 8 || cmf >> 4 > 7) return false;
+  return first.length < 2 || (cmf * 256 + first[1]!) % 31 === 0;
+}
+
+/**
+ * A decoder made on the first non-empty chunk, from those bytes (`create(first)`), then fed the
+ * whole body; a body of no bytes ends with no output and no decoder at all. The decoder's
+ * output is passed on with backpressure (it is paused while this stream's reader is full), its
+ * errors become this stream's, and destroying this stream destroys it.
+ */
+class LazyDecoder extends Transform {
+  readonly #create: (first: Buffer) => Transform;
+  #decoder: Transform | undefined;
+  /** The decoder has ended (a decoder may end before its input does, e.g. gunzip at trailing bytes). */
+  #isDecoderEnded = false;
+  /** The callback of the chunk the decoder is working on, or of `_flush`. */
+  #waiting: TransformCallback | undefined;
+
+  constructor(create: (first: Buffer) => Transform) {
+    super();
+    this.#create = create;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (this.#isDecoderEnded || (this.#decoder === undefined && chunk.length === 0)) return callback();
+    this.#waiting = callback;
+    (this.#decoder ??= this.#start(chunk)).write(chunk, () => this.#proceed());
+  }
+
+  override _read(size: number): void {
+    this.#decoder?.resume();
+    super._read(size);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    if (this.#decoder === undefined || this.#isDecoderEnded) return callback();
+    this.#waiting = callback;
+    this.#decoder.end();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#decoder?.destroy();
+    callback(error);
+  }
+
+  /** Makes the decoder for a body that starts with `first`, wired to this stream. */
+  #start(first: Buffer): Transform {
+    const decoder = this.#create(first);
+    decoder.on('data', (decoded: Buffer) => {
+      if (!this.push(decoded)) decoder.pause();
+    });
+    decoder.on('end', () => {
+      this.#isDecoderEnded = true;
+      this.#proceed();
+    });
+    decoder.on('error', (error) => this.destroy(error));
+    return decoder;
+  }
+
+  /** Calls the waiting callback once: its chunk is decoded, or the decoder ended. */
+  #proceed(): void {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.();
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type * as http from 'node:http';
 import { Readable, pipeline } from 'node:stream';
-import { constants as zlibConstants, createBrotliCompress, createGzip, gzipSync } from 'node:zlib';
+import { constants as zlibConstants, createBrotliCompress, createDeflate, createDeflateRaw, createGzip, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { RobotsFetcher, type RobotsFetcherOptions } from '../../src/cache/robots-fetcher.js';
 import { evaluate, type RobotsTxt } from '../../src/robots/index.js';
 import { closedPort, createTestPki, manualClock, startOrigin, type TestOrigin, type TestPki } from './support.js';
@@ -340,8 +340,10 @@ describe('RobotsFetcher Content-Encoding', () => {
   for (const [coding, createEncoder] of [
     ['gzip', () => createGzip({ level: 1 })],
     ['br', () => createBrotliCompress({ params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } })],
+    ['deflate', () => createDeflate({ level: 1 })],
+    ['deflate', () => createDeflateRaw({ level: 1 })],
   ] as const) {
-    it(`a ${coding} bomb is cut at maxBytes of decoded bytes and the connection closed early`, async () => {
+    it(`a ${coding} bomb${createEncoder().constructor.name === 'DeflateRaw' ? ' (raw deflate)' : ''} is cut at maxBytes of decoded bytes and the connection closed early`, async () => {
       const capBytes = 256 * 1024 * 1024;
       const line = Buffer.alloc(64 * 1024, 'Disallow: /a\n');
       let producedBytes = 0;
@@ -365,6 +367,42 @@ describe('RobotsFetcher Content-Encoding', () => {
       assert.ok(producedBytes < capBytes, `server compressed ${producedBytes} bytes`);
     });
   }
+
+  it('deflate is decoded zlib-wrapped (RFC 9110 §8.4.1.2) and raw (RFC 1951, as some servers send it)', async () => {
+    for (const encoded of [deflateSync(ROBOTS), deflateRawSync(ROBOTS), deflateRawSync(ROBOTS, { level: 0 }), deflateRawSync(ROBOTS, { level: 9 })]) {
+      const o = await origin((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'deflate' });
+        res.end(encoded);
+      });
+      const snapshot = await fetcher().fetch(o.origin);
+      assert.equal(snapshot.info.state, 'ok', `${encoded.subarray(0, 2).toString('hex')}: ${snapshot.info.error}`);
+      assert.equal(snapshot.info.bytes, Buffer.byteLength(ROBOTS));
+      assert.equal(outcomeOf(snapshot.robots, '/private/'), 'rule-disallow');
+    }
+  });
+
+  for (const coding of ['gzip', 'br', 'deflate', 'gzip, br']) {
+    for (const status of [200, 204]) {
+      it(`${status} with no body bytes and Content-Encoding: ${coding}: an empty file (ok, no rules), not a corrupt one`, async () => {
+        const o = await origin(answer(status, '', { 'content-encoding': coding }));
+        const snapshot = await fetcher().fetch(o.origin);
+        assert.equal(snapshot.info.state, 'ok', String(snapshot.info.error));
+        assert.equal(snapshot.info.bytes, 0);
+        assert.equal(outcomeOf(snapshot.robots, '/private/'), 'no-matching-rule');
+      });
+    }
+  }
+
+  it('a gzip body that ends before its trailer is still unreachable (a cut file is never parsed)', async () => {
+    const gz = gzipSync(ROBOTS);
+    const o = await origin((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip' });
+      res.end(gz.subarray(0, gz.length - 8));
+    });
+    const snapshot = await fetcher().fetch(o.origin);
+    assert.equal(snapshot.info.state, 'unreachable');
+    assert.equal(snapshot.info.error, 'Z_BUF_ERROR');
+  });
 
   it('a corrupt gzip body: unreachable with the zlib code', async () => {
     const o = await origin((_req, res) => {

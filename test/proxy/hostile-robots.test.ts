@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { gzipSync } from 'node:zlib';
+import { deflateRawSync, gzipSync } from 'node:zlib';
 import { captureLogs, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { proxyRequest, type ProxyAnswer } from '../helpers/proxy-client.js';
 
@@ -201,6 +201,24 @@ const shapeCases: HostileCase[] = [
     verdicts: { '/page': 200, '/private/x': 403 },
     delaySeconds: null,
     warnings: ['truncated'],
+  },
+  {
+    // Old IIS and some frameworks send raw deflate (RFC 1951) for `deflate`; browsers, curl and undici's fetch decode it.
+    name: 'raw deflate labelled Content-Encoding: deflate',
+    body: deflateRawSync('User-agent: *\nDisallow: /private\n'),
+    headers: { 'content-encoding': 'deflate' },
+    verdicts: { '/page': 200, '/private/x': 403 },
+    delaySeconds: null,
+    warnings: [],
+  },
+  {
+    // An empty robots.txt labelled gzip: no bytes to decode, an empty file (no rules), not a corrupt one (disallow all).
+    name: 'an empty body labelled Content-Encoding: gzip',
+    body: '',
+    headers: { 'content-encoding': 'gzip' },
+    verdicts: { '/page': 200, '/private/x': 200 },
+    delaySeconds: null,
+    warnings: [],
   },
   {
     name: '100,000 unknown directives and crawl-delays',
