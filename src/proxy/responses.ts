@@ -148,13 +148,20 @@ export function retryAfterSecondsFor(decision: Decision, nowMs: number): number 
 }
 
 /**
- * True for the error codes of upstream TLS verification failures (`DEPTH_ZERO_SELF_SIGNED_CERT`,
- * `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `ERR_TLS_CERT_ALTNAME_INVALID`, `CERT_HAS_EXPIRED`, ...):
- * an upstream fault (502) that `upstream.caFile` may cure, not an unreachable robots.txt. Pure.
+ * True for the error codes of upstream certificate verification failures (Node's X509 codes:
+ * `DEPTH_ZERO_SELF_SIGNED_CERT`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `UNABLE_TO_GET_ISSUER_CERT_LOCALLY`,
+ * `CERT_HAS_EXPIRED`, `INVALID_CA`, ..., and `ERR_TLS_CERT_ALTNAME_INVALID`): an upstream fault
+ * (502) that `upstream.caFile` may cure, not an unreachable robots.txt. Not the TLS protocol
+ * failures OpenSSL reports as `ERR_SSL_*` (`ERR_SSL_WRONG_VERSION_NUMBER`: the origin does not speak
+ * TLS on that port; a handshake alert): those are connection errors, so robots.txt is unreachable
+ * (503, RFC 9309 §2.3.1.4) and a forwarded request a plain 502, neither cured by a CA. Pure.
  */
 export function isCertificateError(code: string | undefined): boolean {
-  return code !== undefined && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|_SSL_|TLS/.test(code);
+  return code !== undefined && !code.startsWith('ERR_SSL_') && CERTIFICATE_ERROR.test(code);
 }
+
+/** The words of Node's certificate verification codes (tls docs, "X509 certificate error codes"). */
+const CERTIFICATE_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_(?:VERIFY|GET_ISSUER|DECODE_ISSUER|DECRYPT)|ALTNAME|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE|PATH_LENGTH_EXCEEDED/;
 
 /** An `upstream-error` that comes from the robots.txt fetch (its certificate), so it holds until that is fetched again. */
 function isRefusedUntilRobotsRetry(d: Decision): boolean {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_RETRY_AFTER_SECONDS, renderProxyResponse, statusFor, decisionHeaderValue, SHUTDOWN_RETRY_AFTER_SECONDS, toDelaySeconds } from '../../src/proxy/responses.js';
+import { MAX_RETRY_AFTER_SECONDS, isCertificateError, renderProxyResponse, statusFor, decisionHeaderValue, SHUTDOWN_RETRY_AFTER_SECONDS, toDelaySeconds } from '../../src/proxy/responses.js';
 import { clientErrorStatus } from '../../src/proxy/raw-response.js';
 import { decide, decideWithoutRobots } from '../../src/policy/decide.js';
 import { parseRobotsTxt } from '../../src/robots/index.js';
@@ -218,5 +218,42 @@ describe('renderProxyResponse', () => {
     for (let round = 0; round < 2; round++) for (const d of cases) assert.equal(decisionHeaderValue(d), spelled(d));
     assert.equal(decisionHeaderValue({ ...base, verdict: 'deny', reason: 'rule-allow' }), 'deny; reason=rule-allow');
     assert.equal(decisionHeaderValue({ ...base, verdict: 'allow', reason: 'rule-allow' }), 'allow; reason=rule-allow');
+  });
+});
+
+describe('isCertificateError', () => {
+  it('holds for Node\'s certificate verification codes, which upstream.caFile may cure', () => {
+    for (const code of [
+      'DEPTH_ZERO_SELF_SIGNED_CERT',
+      'SELF_SIGNED_CERT_IN_CHAIN',
+      'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+      'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+      'UNABLE_TO_GET_ISSUER_CERT',
+      'CERT_HAS_EXPIRED',
+      'CERT_NOT_YET_VALID',
+      'CERT_UNTRUSTED',
+      'INVALID_CA',
+      'HOSTNAME_MISMATCH',
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+    ]) {
+      assert.equal(isCertificateError(code), true, code);
+    }
+  });
+
+  it('does not hold for TLS protocol failures and other connection errors (robots.txt unreachable: 503)', () => {
+    for (const code of [
+      'ERR_SSL_WRONG_VERSION_NUMBER',
+      'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
+      'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION',
+      'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+      'ERR_SSL_PACKET_LENGTH_TOO_LONG',
+      'ERR_TLS_HANDSHAKE_TIMEOUT',
+      'ECONNRESET',
+      'ECONNREFUSED',
+      'timeout',
+      undefined,
+    ]) {
+      assert.equal(isCertificateError(code), false, String(code));
+    }
   });
 });
