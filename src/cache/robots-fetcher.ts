@@ -276,16 +276,25 @@ export function robotsUrlOf(origin: string): URL {
   return new URL('/robots.txt', parsed.origin);
 }
 
-/** The absolute http(s) URL a `Location` value points to, or undefined when there is none. */
-function redirectTargetOf(base: URL, location: string | string[] | undefined): URL | undefined {
+/**
+ * The absolute http(s) URL a `Location` value points to, or undefined when there is none.
+ * undici hands the field over as latin1 (one char per octet); octets >= 0x80 (a UTF-8 path or
+ * host written raw, as servers do) are percent-encoded as those octets, so `/café` sent in UTF-8
+ * is `/caf%C3%A9`, the path the server named, not `/caf%C3%83%C2%A9` (each octet re-encoded).
+ */
+export function redirectTargetOf(base: URL, location: string | string[] | undefined): URL | undefined {
   if (typeof location !== 'string' || location.trim() === '') return undefined;
+  const octets = location.trim().replace(HIGH_OCTET, (octet) => `%${octet.charCodeAt(0).toString(16).toUpperCase()}`);
   try {
-    const target = new URL(location.trim(), base);
+    const target = new URL(octets, base);
     return target.protocol === 'http:' || target.protocol === 'https:' ? target : undefined;
   } catch {
     return undefined;
   }
 }
+
+/** An octet >= 0x80 of a field value read as latin1. */
+const HIGH_OCTET = /[\x80-\xff]/g;
 
 /** The first value of a header that may repeat. */
 function firstValue(value: string | string[] | undefined): string | undefined {

@@ -249,6 +249,27 @@ describe('RobotsFetcher redirects (RFC 9309 §2.3.1.2)', () => {
     assert.deepEqual(target.hits, ['/robots.txt']);
   });
 
+  it('a Location written in raw UTF-8 or latin1 octets reaches the path the server named, each octet percent-encoded once', async () => {
+    // Node writes a header value's chars as latin1 octets: these are the octets of `/robots-café.txt` in UTF-8, then of `/r\xe9`.
+    for (const [written, expected] of [
+      [Buffer.from('/robots-café.txt', 'utf8').toString('latin1'), '/robots-caf%C3%A9.txt'],
+      ['/r\xe9', '/r%E9'],
+    ] as const) {
+      const o = await origin((req, res) => {
+        if (req.url === '/robots.txt') {
+          res.writeHead(301, { location: written });
+          res.end();
+        } else {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.end(req.url === expected ? ROBOTS : 'User-agent: *\nAllow: /\n');
+        }
+      });
+      const snapshot = await fetcher().fetch(o.origin);
+      assert.deepEqual(o.hits, ['/robots.txt', expected]);
+      assert.equal(outcomeOf(snapshot.robots, '/private/'), 'rule-disallow');
+    }
+  });
+
   for (const [label, headers] of [
     ['no Location', {}],
     ['a non-http Location', { location: 'ftp://127.0.0.1/robots.txt' }],
