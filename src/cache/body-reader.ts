@@ -18,15 +18,20 @@ export const ACCEPTED_ENCODINGS = 'gzip, deflate, br';
  * its first two bytes, as browsers, curl and undici's fetch do). An empty
  * body decodes to nothing whatever its coding, as in those clients: servers
  * label empty bodies too, and zero bytes are not a corrupt stream.
+ *
+ * A name that is no content coding at all (not in {@link REGISTERED_CODINGS}: `utf-8`, `none`,
+ * `text`, `binary`, as misconfigured servers send) is a mislabel of a plain body and is skipped,
+ * as browsers and undici's fetch skip it; only a registered coding this reader cannot undo
+ * (`compress`, `zstd`, `aes128gcm`, ...) makes the body unreadable.
  * @param contentEncoding the field value(s) as received, or undefined.
- * @returns the decoders (empty for none), or `undefined` when a coding is unknown.
+ * @returns the decoders (empty for none), or `undefined` when a registered coding is not supported.
  */
 export function createDecoders(contentEncoding: string | string[] | undefined): Transform[] | undefined {
   const text = Array.isArray(contentEncoding) ? contentEncoding.join(',') : (contentEncoding ?? '');
   const codings = text
     .split(',')
     .map((coding) => coding.trim().toLowerCase())
-    .filter((coding) => coding !== '' && coding !== 'identity');
+    .filter((coding) => coding !== '' && coding !== 'identity' && REGISTERED_CODINGS.has(coding));
   const decoders: Transform[] = [];
   for (const coding of codings.reverse()) {
     if (coding === 'gzip' || coding === 'x-gzip') decoders.push(new LazyDecoder(() => createGunzip()));
@@ -36,6 +41,26 @@ export function createDecoders(contentEncoding: string | string[] | undefined): 
   }
   return decoders;
 }
+
+/**
+ * The content codings of IANA's HTTP Content Coding Registry (RFC 9110 §16.6.1), as of 2026:
+ * what a server may mean by `Content-Encoding`. Any other name is not a coding.
+ */
+const REGISTERED_CODINGS: ReadonlySet<string> = new Set([
+  'aes128gcm',
+  'br',
+  'compress',
+  'dcb',
+  'dcz',
+  'deflate',
+  'exi',
+  'gzip',
+  'identity',
+  'pack200-gzip',
+  'x-compress',
+  'x-gzip',
+  'zstd',
+]);
 
 /**
  * True when `first` (a deflate body's first bytes) begins with a zlib header (RFC 1950 §2.2):

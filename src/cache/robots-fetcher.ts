@@ -124,12 +124,13 @@ function resolveFetcherOptions(options: RobotsFetcherOptions, clock: Clock): Req
  * | timeout, connection or TLS error | `unreachable`, error = code (`timeout`, `ECONNREFUSED`, `ETIMEDOUT`, cert code...) | errorRetry backoff |
  * | redirect without a usable http(s) `Location` | `unreachable`, error `bad-redirect` | errorRetry backoff |
  * | other 1xx/3xx | `unreachable`, error `unexpected-status` | errorRetry backoff |
- * | unknown `Content-Encoding`, corrupt compressed body | `unreachable`, error `unsupported-content-encoding` / zlib code | errorRetry backoff |
+ * | a registered `Content-Encoding` other than gzip/deflate/br (`compress`, `zstd`), corrupt compressed body | `unreachable`, error `unsupported-content-encoding` / zlib code | errorRetry backoff |
  *
  * Sends `User-Agent`, `Accept: text/plain, *\/*` and `Accept-Encoding: gzip,
  * deflate, br`; compressed bodies are decoded as a stream and the byte limit
- * counts decoded bytes. A body cut short by an error is never parsed: a
- * partial file could miss its disallow lines.
+ * counts decoded bytes (raw deflate and empty bodies too; a `Content-Encoding` that names no
+ * coding, e.g. `utf-8`, is a mislabel and read as identity: see `createDecoders`). A body cut
+ * short by an error is never parsed: a partial file could miss its disallow lines.
  */
 export class RobotsFetcher {
   #options: Required<Omit<RobotsFetcherOptions, 'ca' | 'dispatcher'>>;

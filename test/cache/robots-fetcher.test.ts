@@ -435,11 +435,32 @@ describe('RobotsFetcher Content-Encoding', () => {
     assert.match(snapshot.info.error ?? '', /^Z_/);
   });
 
-  it('an unknown coding: unreachable, unsupported-content-encoding', async () => {
-    const o = await origin(answer(200, ROBOTS, { 'content-encoding': 'compress' }));
+  for (const coding of ['compress', 'zstd', 'gzip, zstd', 'aes128gcm']) {
+    it(`a registered coding it cannot undo (${coding}): unreachable, unsupported-content-encoding`, async () => {
+      const o = await origin(answer(200, ROBOTS, { 'content-encoding': coding }));
+      const snapshot = await fetcher().fetch(o.origin);
+      assert.equal(snapshot.info.state, 'unreachable');
+      assert.equal(snapshot.info.error, 'unsupported-content-encoding');
+    });
+  }
+
+  for (const coding of ['UTF-8', 'utf8', 'none', 'text', 'binary', 'text/plain']) {
+    it(`Content-Encoding: ${coding} names no coding: a mislabelled plain body, parsed as it is (as browsers read it)`, async () => {
+      const o = await origin(answer(200, ROBOTS, { 'content-encoding': coding }));
+      const snapshot = await fetcher().fetch(o.origin);
+      assert.equal(snapshot.info.state, 'ok', String(snapshot.info.error));
+      assert.equal(outcomeOf(snapshot.robots, '/private/'), 'rule-disallow');
+    });
+  }
+
+  it('a mislabel next to a real coding: the real one is decoded (gzip, utf-8)', async () => {
+    const o = await origin((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip, utf-8' });
+      res.end(gzipSync(ROBOTS));
+    });
     const snapshot = await fetcher().fetch(o.origin);
-    assert.equal(snapshot.info.state, 'unreachable');
-    assert.equal(snapshot.info.error, 'unsupported-content-encoding');
+    assert.equal(snapshot.info.state, 'ok', String(snapshot.info.error));
+    assert.equal(outcomeOf(snapshot.robots, '/private/'), 'rule-disallow');
   });
 });
 
