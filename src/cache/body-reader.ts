@@ -21,8 +21,9 @@ export const ACCEPTED_ENCODINGS = 'gzip, deflate, br';
  *
  * A name that is no content coding at all (not in {@link REGISTERED_CODINGS}: `utf-8`, `none`,
  * `text`, `binary`, as misconfigured servers send) is a mislabel of a plain body and is skipped,
- * as browsers and undici's fetch skip it; only a registered coding this reader cannot undo
- * (`compress`, `zstd`, `aes128gcm`, ...) makes the body unreadable.
+ * as browsers and undici's fetch skip it ({@link namesNoCoding} tells the caller, which may
+ * judge the body: a binary one under such a name was compressed after all); only a registered
+ * coding this reader cannot undo (`compress`, `zstd`, `aes128gcm`, ...) makes the body unreadable.
  * @param contentEncoding the field value(s) as received, or undefined.
  * @returns the decoders (empty for none), or `undefined` when a registered coding is not supported.
  */
@@ -40,6 +41,18 @@ export function createDecoders(contentEncoding: string | string[] | undefined): 
     else return undefined;
   }
   return decoders;
+}
+
+/**
+ * True when a `Content-Encoding` value holds a name that is no content coding (not in
+ * {@link REGISTERED_CODINGS}), which {@link createDecoders} skips as a mislabel. Pure.
+ */
+export function namesNoCoding(contentEncoding: string | string[] | undefined): boolean {
+  const text = Array.isArray(contentEncoding) ? contentEncoding.join(',') : (contentEncoding ?? '');
+  return text.split(',').some((coding) => {
+    const name = coding.trim().toLowerCase();
+    return name !== '' && !REGISTERED_CODINGS.has(name);
+  });
 }
 
 /**

@@ -11,7 +11,7 @@ import { InvalidTargetError } from '../errors.js';
 import type { SnapshotInfo } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { DEFAULT_MAX_CRAWL_DELAY_SECONDS, DEFAULT_MAX_ROBOTS_BYTES, parseRobotsTxt } from '../robots/index.js';
-import { ACCEPTED_ENCODINGS, createDecoders, readBodyUpTo } from './body-reader.js';
+import { ACCEPTED_ENCODINGS, createDecoders, namesNoCoding, readBodyUpTo } from './body-reader.js';
 import { freshLifetimeMs, unreachableRetryMs } from './expiry.js';
 
 /** Options of {@link RobotsFetcher}. Defaults match `robots.*` in config/default.yaml. */
@@ -124,12 +124,13 @@ function resolveFetcherOptions(options: RobotsFetcherOptions, clock: Clock): Req
  * | timeout, connection or TLS error | `unreachable`, error = code (`timeout`, `ECONNREFUSED`, `ETIMEDOUT`, cert code...) | errorRetry backoff |
  * | redirect without a usable http(s) `Location` | `unreachable`, error `bad-redirect` | errorRetry backoff |
  * | other 1xx/3xx | `unreachable`, error `unexpected-status` | errorRetry backoff |
- * | a registered `Content-Encoding` other than gzip/deflate/br (`compress`, `zstd`), corrupt compressed body | `unreachable`, error `unsupported-content-encoding` / zlib code | errorRetry backoff |
+ * | a registered `Content-Encoding` other than gzip/deflate/br (`compress`, `zstd`), or one that names no coding over a binary body; corrupt compressed body | `unreachable`, error `unsupported-content-encoding` / zlib code | errorRetry backoff |
  *
  * Sends `User-Agent`, `Accept: text/plain, *\/*` and `Accept-Encoding: gzip,
  * deflate, br`; compressed bodies are decoded as a stream and the byte limit
  * counts decoded bytes (raw deflate and empty bodies too; a `Content-Encoding` that names no
- * coding, e.g. `utf-8`, is a mislabel and read as identity: see `createDecoders`). A body cut
+ * coding, e.g. `utf-8`, is a mislabel of a plain body and read as identity, unless the body
+ * looks binary: see `createDecoders`). A body cut
  * short by an error is never parsed: a partial file could miss its disallow lines.
  */
 export class RobotsFetcher {
@@ -231,6 +232,10 @@ export class RobotsFetcher {
       return { state: 'unreachable', status: response.statusCode, error: 'unsupported-content-encoding' };
     }
     const body = await readBodyUpTo(response.body, decoders, this.#options.maxBytes + 1);
+    if (namesNoCoding(response.headers['content-encoding']) && looksBinary(body)) {
+      // A name that is no coding over a binary body: compressed after all, in a way we cannot tell.
+      return { state: 'unreachable', status: response.statusCode, error: 'unsupported-content-encoding' };
+    }
     return { state: 'ok', status: response.statusCode, headers: response.headers, body };
   }
 
@@ -277,13 +282,16 @@ export function robotsUrlOf(origin: string): URL {
   return new URL('/robots.txt', parsed.origin);
 }
 
+/** An octet >= 0x80 of a field value read as latin1. */
+const HIGH_OCTET = /[\x80-\xff]/g;
+
 /**
  * The absolute http(s) URL a `Location` value points to, or undefined when there is none.
  * undici hands the field over as latin1 (one char per octet); octets >= 0x80 (a UTF-8 path or
  * host written raw, as servers do) are percent-encoded as those octets, so `/café` sent in UTF-8
  * is `/caf%C3%A9`, the path the server named, not `/caf%C3%83%C2%A9` (each octet re-encoded).
  */
-export function redirectTargetOf(base: URL, location: string | string[] | undefined): URL | undefined {
+function redirectTargetOf(base: URL, location: string | string[] | undefined): URL | undefined {
   if (typeof location !== 'string' || location.trim() === '') return undefined;
   const octets = location.trim().replace(HIGH_OCTET, (octet) => `%${octet.charCodeAt(0).toString(16).toUpperCase()}`);
   try {
@@ -294,8 +302,10 @@ export function redirectTargetOf(base: URL, location: string | string[] | undefi
   }
 }
 
-/** An octet >= 0x80 of a field value read as latin1. */
-const HIGH_OCTET = /[\x80-\xff]/g;
+/** The parser's `looks-binary` verdict on the start of `body` (NUL or many control octets: compressed, an image). */
+function looksBinary(body: Buffer): boolean {
+  return parseRobotsTxt(body.subarray(0, 4096)).warnings.some((warning) => warning.code === 'looks-binary');
+}
 
 /** The first value of a header that may repeat. */
 function firstValue(value: string | string[] | undefined): string | undefined {

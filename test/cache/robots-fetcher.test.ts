@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type * as http from 'node:http';
 import { Readable, pipeline } from 'node:stream';
-import { constants as zlibConstants, createBrotliCompress, createDeflate, createDeflateRaw, createGzip, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants as zlibConstants, createBrotliCompress, createDeflate, createDeflateRaw, createGzip, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { RobotsFetcher, type RobotsFetcherOptions } from '../../src/cache/robots-fetcher.js';
 import { evaluate, type RobotsTxt } from '../../src/robots/index.js';
 import { closedPort, createTestPki, manualClock, startOrigin, type TestOrigin, type TestPki } from './support.js';
@@ -450,6 +450,22 @@ describe('RobotsFetcher Content-Encoding', () => {
       const snapshot = await fetcher().fetch(o.origin);
       assert.equal(snapshot.info.state, 'ok', String(snapshot.info.error));
       assert.equal(outcomeOf(snapshot.robots, '/private/'), 'rule-disallow');
+    });
+  }
+
+  for (const [coding, encode] of [
+    ['utf-8', gzipSync],
+    ['x-deflate', deflateSync],
+    ['x-br', (text: string) => brotliCompressSync(text)],
+  ] as const) {
+    it(`Content-Encoding: ${coding} over a compressed body: unreachable, unsupported-content-encoding (never read as garbage: allow all)`, async () => {
+      const o = await origin((_req, res) => {
+        res.writeHead(200, { 'content-encoding': coding });
+        res.end(encode(ROBOTS.repeat(20)));
+      });
+      const snapshot = await fetcher().fetch(o.origin);
+      assert.equal(snapshot.info.state, 'unreachable');
+      assert.equal(snapshot.info.error, 'unsupported-content-encoding');
     });
   }
 
