@@ -290,16 +290,26 @@ const HIGH_OCTET = /[\x80-\xff]/g;
  * undici hands the field over as latin1 (one char per octet); octets >= 0x80 (a UTF-8 path or
  * host written raw, as servers do) are percent-encoded as those octets, so `/café` sent in UTF-8
  * is `/caf%C3%A9`, the path the server named, not `/caf%C3%83%C2%A9` (each octet re-encoded).
+ * A `Location` repeated with one value is that value, as browsers read it; repeated with
+ * different values it names no target.
  */
 function redirectTargetOf(base: URL, location: string | string[] | undefined): URL | undefined {
-  if (typeof location !== 'string' || location.trim() === '') return undefined;
-  const octets = location.trim().replace(HIGH_OCTET, (octet) => `%${octet.charCodeAt(0).toString(16).toUpperCase()}`);
+  const value = singleLocation(location);
+  if (value === undefined) return undefined;
+  const octets = value.replace(HIGH_OCTET, (octet) => `%${octet.charCodeAt(0).toString(16).toUpperCase()}`);
   try {
     const target = new URL(octets, base);
     return target.protocol === 'http:' || target.protocol === 'https:' ? target : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The one non-empty value of a `Location` field (trimmed), received once or repeated alike; else undefined. */
+function singleLocation(location: string | string[] | undefined): string | undefined {
+  const values = (typeof location === 'string' ? [location] : (location ?? [])).map((value) => value.trim());
+  const first = values[0];
+  return first !== undefined && first !== '' && values.every((value) => value === first) ? first : undefined;
 }
 
 /** The parser's `looks-binary` verdict on the start of `body` (NUL or many control octets: compressed, an image). */

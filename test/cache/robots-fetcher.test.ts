@@ -270,6 +270,30 @@ describe('RobotsFetcher redirects (RFC 9309 §2.3.1.2)', () => {
     }
   });
 
+  it('a Location repeated with the same value is followed (browsers do); repeated with two values is bad-redirect', async () => {
+    const same = await origin((req, res) => {
+      if (req.url === '/robots.txt') {
+        res.writeHead(301, [['Location', '/moved'], ['Location', '/moved']]);
+        res.end();
+      } else {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(ROBOTS);
+      }
+    });
+    const followed = await fetcher().fetch(same.origin);
+    assert.deepEqual(same.hits, ['/robots.txt', '/moved']);
+    assert.equal(outcomeOf(followed.robots, '/private/'), 'rule-disallow');
+
+    const two = await origin((_req, res) => {
+      res.writeHead(301, [['Location', '/a'], ['Location', '/b']]);
+      res.end();
+    });
+    const refused = await fetcher().fetch(two.origin);
+    assert.equal(refused.info.state, 'unreachable');
+    assert.equal(refused.info.error, 'bad-redirect');
+    assert.deepEqual(two.hits, ['/robots.txt']);
+  });
+
   for (const [label, headers] of [
     ['no Location', {}],
     ['a non-http Location', { location: 'ftp://127.0.0.1/robots.txt' }],
