@@ -337,27 +337,33 @@ function ruleThenDelayKey(out: LineBuffer, value: MatchedRule | null): void {
 /** A snapshot's logged object as bytes, with the values it was encoded from. */
 interface EncodedSnapshot {
   readonly from: SnapshotInfo;
+  /** Whether the snapshot was frozen when encoded (then its fields cannot have changed since: not compared). */
+  readonly isFrozen: boolean;
   /** Whether its url was cut (`decision.snapshot.url` in `truncated`). */
   readonly isUrlCut: boolean;
-  readonly bytes: Uint8Array;
+  readonly bytes: ConstantBytes;
 }
 
 /**
  * The encoded snapshot object of each {@link SnapshotInfo} seen: one object is
  * shared by every request decided on that robots.txt, so its ~300 bytes (two ISO
- * times, three large numbers) are encoded once and copied after. Checked field by
- * field on every use, so a changed object is encoded again.
+ * times, three large numbers) are encoded once and copied after. A frozen one (the
+ * robots cache freezes them, `cacheEntryOf`) is copied as it is; any other is checked
+ * field by field on every use, so a changed object is encoded again. (Reading the
+ * fields of the cache's snapshots cost ~400 instructions a line in megamorphic loads:
+ * they come in several shapes, bench/PROFILE.md "The access line's encoder, cheaper".)
  */
 const encodedSnapshots = new WeakMap<SnapshotInfo, EncodedSnapshot>();
 
 function snapshot(out: LineBuffer, value: SnapshotInfo | null): void {
   if (value === null) return out.null();
   const cached = encodedSnapshots.get(value);
-  if (cached !== undefined && isSameSnapshot(cached.from, value)) {
-    out.bytes(cached.bytes);
+  if (cached !== undefined && (cached.isFrozen || isSameSnapshot(cached.from, value))) {
+    out.constant(cached.bytes);
     if (cached.isUrlCut) truncated.push(CUT.snapshotUrl);
     return;
   }
+  const isFrozen = Object.isFrozen(value);
   const start = out.length;
   const cutBefore = truncated.length;
   encodeSnapshot(out, value);
@@ -365,8 +371,9 @@ function snapshot(out: LineBuffer, value: SnapshotInfo | null): void {
     url: value.url, state: value.state, status: value.status, error: value.error, fetchedAtMs: value.fetchedAtMs,
     expiresAtMs: value.expiresAtMs, bytes: value.bytes, truncated: value.truncated,
   };
-  // A copy (Buffer#slice would be a view of the batch buffer, which the next batch overwrites).
-  encodedSnapshots.set(value, { from, isUrlCut: truncated.length > cutBefore, bytes: new Uint8Array(out.buf.subarray(start, out.length)) });
+  const bytes = new ConstantBytes('');
+  out.capture(bytes, start);
+  encodedSnapshots.set(value, { from, isFrozen, isUrlCut: truncated.length > cutBefore, bytes });
 }
 
 /** Whether two snapshots log the same (every field of {@link SnapshotInfo}; NaN never equals, so it is encoded again). */
@@ -727,7 +734,8 @@ function tailFields(out: LineBuffer, d: AccessEntry['decision']): void {
  * @param nowMs the line's `time`, ms since the epoch.
  */
 export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: string, nowMs: number): void {
-  truncated.length = 0;
+  // Only when something was cut: a store to an array's length is a generic store IC call in optimised code (~150 instructions).
+  if (truncated.length !== 0) truncated.length = 0;
   const { request, timings, productTokens } = entry;
   const tokenCount = Math.min(productTokens.length, L.productTokens);
   if (productTokens.length > L.productTokens) truncated.push(CUT.productTokens);

@@ -22,11 +22,22 @@ const HEX = new Uint8Array([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38
 /** Up to this many bytes, {@link LineBuffer.bytes} copies by a loop; past it, by `set`. */
 const SHORT_BYTES = 6;
 /**
+ * Up to this many bytes, {@link LineBuffer.constant} copies a {@link ConstantBytes} by 32-bit word stores; past it,
+ * by one `TypedArray#set` (under callgrind: 40 bytes by words 356 instructions, by `set` 232; 140 bytes 1,055
+ * against 236).
+ */
+export const LONG_CONSTANT_BYTES = 28;
+/**
  * Buffer#write's native UTF-8 writer, called without Buffer#write's argument checks (a tenth of the
  * encoder's time): `utf8Write(text, offset, maxBytes)` → bytes written. Not in Node's typings, but on
  * Buffer.prototype in every Node the project supports (engines: >= 20.12).
  */
 type NativeWrites = Buffer & { utf8Write(text: string, offset: number, maxBytes: number): number };
+/**
+ * That writer, taken once: through `buf.utf8Write`, optimised code looked the method up with a LoadIC call on
+ * every string (~70 instructions; Buffer.prototype is not a stable prototype for V8).
+ */
+const utf8Write = (Buffer.prototype as NativeWrites).utf8Write;
 
 /** From this many UTF-16 units on, {@link LineBuffer.string} writes natively then checks the bytes (shorter: a JS loop is cheaper than the call). */
 const NATIVE_MIN_CHARS = 16;
@@ -41,18 +52,27 @@ export function utf8Bytes(text: string): Uint8Array {
 
 /**
  * Bytes known at startup (a key with its punctuation, or a run of keys and
- * fixed values such as `,"clientAborted":false,"queueWaitMs":`), kept as
- * little-endian 32-bit words: {@link LineBuffer.constant} copies them four
- * bytes per store, without a call (a `TypedArray#set` per key was a quarter
- * of the encoder's time, bench/PROFILE.md "The access line, session 19").
+ * fixed values such as `,"clientAborted":false,"queueWaitMs":`), or a cached
+ * stretch of a line ({@link LineBuffer.capture}): {@link LineBuffer.constant}
+ * copies up to {@link LONG_CONSTANT_BYTES} of them as little-endian 32-bit
+ * words, four bytes per store without a call (a `TypedArray#set` per key was a
+ * quarter of the encoder's time, bench/PROFILE.md "The access line, session
+ * 19"), and longer ones with one `TypedArray#set` (a word store costs ~30
+ * instructions, a `set` ~230 whatever the length: bench/PROFILE.md "The access
+ * line's encoder, cheaper").
  */
 export class ConstantBytes {
   /**
-   * The UTF-8 bytes, padded to a whole number of words (maybe more words than that: only the first
-   * `ceil(byteLength / 4)` are written); byte `i` is bits `8 * (i % 4)` up of word `i >> 2`. Replaced only
-   * by {@link LineBuffer.capture} (a cached stretch of a line); read-only everywhere else.
+   * Up to {@link LONG_CONSTANT_BYTES}: the UTF-8 bytes, padded to a whole number of words (maybe more words than
+   * that: only the first `ceil(byteLength / 4)` are written); byte `i` is bits `8 * (i % 4)` up of word `i >> 2`.
+   * Longer: unused (maybe stale). Replaced only by {@link LineBuffer.capture}; read-only everywhere else.
    */
   words: Int32Array;
+  /**
+   * Longer than {@link LONG_CONSTANT_BYTES}: the UTF-8 bytes, exactly `byteLength` of them. Shorter: unused (maybe
+   * stale). Replaced only by {@link LineBuffer.capture}; read-only everywhere else.
+   */
+  bytes: Uint8Array;
   /** The constant's length in bytes (the padding excluded); changed only by {@link LineBuffer.capture}. */
   byteLength: number;
   /** The text, for tests and debugging (empty for bytes captured from a line). */
@@ -63,6 +83,7 @@ export class ConstantBytes {
     const bytes = Buffer.from(text, 'utf8');
     this.text = text;
     this.byteLength = bytes.length;
+    this.bytes = new Uint8Array(bytes);
     this.words = new Int32Array(Math.ceil(bytes.length / 4));
     for (let i = 0; i < bytes.length; i++) this.words[i >> 2] = (this.words[i >> 2] as number) | ((bytes[i] as number) << (8 * (i & 3)));
   }
@@ -113,13 +134,20 @@ export class LineBuffer {
   }
 
   /**
-   * Appends a {@link ConstantBytes}: one 32-bit store per four bytes (the last
-   * word's padding lands past {@link length}, inside the capacity, and is
-   * overwritten by what follows).
+   * Appends a {@link ConstantBytes}: up to {@link LONG_CONSTANT_BYTES}, one 32-bit store per four bytes (the last
+   * word's padding lands past {@link length}, inside the capacity, and is overwritten by what follows); longer,
+   * one `TypedArray#set` of its bytes.
    */
   constant(value: ConstantBytes): void {
+    const byteLength = value.byteLength;
+    if (byteLength > LONG_CONSTANT_BYTES) {
+      this.ensure(byteLength);
+      this.buf.set(value.bytes, this.length);
+      this.length += byteLength;
+      return;
+    }
     const words = value.words;
-    const n = (value.byteLength + 3) >> 2;
+    const n = (byteLength + 3) >> 2;
     this.ensure(n * 4);
     const view = this.#view;
     let p = this.length;
@@ -127,25 +155,32 @@ export class LineBuffer {
       view.setInt32(p, words[i] as number, true);
       p += 4;
     }
-    this.length += value.byteLength;
+    this.length += byteLength;
   }
 
   /**
-   * Copies the bytes written since `start`, `buf[start, length)`, into `target` (its words, grown when
-   * short, and its byteLength; its text emptied), so that `constant(target)` appends them again later
-   * (a stretch of a line that the next line repeats, access-line.ts). Nothing is appended.
+   * Copies the bytes written since `start`, `buf[start, length)`, into `target` (its words or its bytes, by
+   * length, as {@link constant} reads them, grown or replaced when they do not fit; its byteLength; its text
+   * emptied), so that `constant(target)` appends them again later (a stretch of a line that the next line
+   * repeats, access-line.ts). Nothing is appended.
    * @param start a position in `[0, length]`.
    */
   capture(target: ConstantBytes, start: number): void {
     const n = this.length - start;
+    target.byteLength = n;
+    target.text = '';
+    if (n > LONG_CONSTANT_BYTES) {
+      let bytes = target.bytes;
+      if (bytes.length !== n) bytes = target.bytes = new Uint8Array(n);
+      bytes.set(this.buf.subarray(start, this.length));
+      return;
+    }
     const count = (n + 3) >> 2;
     this.ensure(3); // the last word is read whole, up to 3 bytes past length
     let words = target.words;
     if (words.length < count) words = target.words = new Int32Array(Math.max(count, words.length * 2));
     const view = this.#view;
     for (let i = 0, p = start; i < count; i++, p += 4) words[i] = view.getInt32(p, true);
-    target.byteLength = n;
-    target.text = '';
   }
 
   /**
@@ -271,7 +306,7 @@ export class LineBuffer {
    */
   #wrotePlain(text: string, at: number): boolean {
     // Room for all of it (never text.length: a cut after a 2-byte character would pass the check below).
-    const n = (this.buf as NativeWrites).utf8Write(text, at, this.buf.length - at);
+    const n = utf8Write.call(this.buf, text, at, this.buf.length - at);
     if (n !== text.length) return false; // a non-ASCII character took more than a byte
     const view = this.#view;
     let i = 0;

@@ -369,7 +369,13 @@ export function nextEntry(previous: CacheEntry | undefined, fetched: RobotsSnaps
   return cacheEntryOf({ info: fetched.info, robots: fetched.robots, lastFailure: null }, consecutiveFailures);
 }
 
-/** A cache entry of `snapshot`, with its estimated bytes. Never throws. */
+/**
+ * A cache entry of `snapshot`, with its estimated bytes. Freezes `snapshot.info` and `snapshot.lastFailure` (never
+ * changed once fetched): every access line of the origin then copies the snapshot's encoded bytes without
+ * comparing its fields again (audit/access-line.ts). Never throws.
+ */
 export function cacheEntryOf(snapshot: CachedRobotsSnapshot, consecutiveFailures: number): CacheEntry {
+  Object.freeze(snapshot.info);
+  if (snapshot.lastFailure !== null) Object.freeze(snapshot.lastFailure);
   return { snapshot, consecutiveFailures, bytes: estimateSnapshotBytes(snapshot) };
 }
