@@ -11,12 +11,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fc from 'fast-check';
 import { encodeAccessLine } from '../../src/audit/access-line.js';
-import { LineBuffer } from '../../src/audit/line-buffer.js';
+import { ConstantBytes, LONG_CONSTANT_BYTES, LineBuffer } from '../../src/audit/line-buffer.js';
 import { ACCESS_LOG_LIMITS as L, toAccessLogRecord } from '../../src/audit/access-log.js';
 import { createIsoFormatter } from '../../src/audit/iso-time.js';
 import type { AccessEntry } from '../../src/audit/access-entry.js';
-import type { Decision, MatchedRule, PacingFacts, UpstreamFacts } from '../../src/policy/decision.js';
-import { anyEntry, anyNumber, text } from './access-line-arbitraries.js';
+import type { Decision, MatchedRule, PacingFacts, SnapshotInfo, UpstreamFacts } from '../../src/policy/decision.js';
+import { anyEntry, anyNumber, anyUnit, text } from './access-line-arbitraries.js';
 import { makeDecision, makeEntry } from './factories.js';
 
 const NOW_MS = 1_700_000_000_123;
@@ -147,7 +147,18 @@ const IN_PLACE: Record<string, InPlace> = {
   userAgent: (e, value) => void ((e.request as { userAgent: string | null }).userAgent = value),
   address: (e, value) => void ((e.client as { address: string }).address = value),
   error: (e, value) => void ((e as { error: string | null }).error = value),
+  // A snapshot not frozen may change in place (its cached bytes are then stale); a frozen one cannot (copied without a look).
+  snapshotExpires: (e, _value, n) => setIfThawed(e.decision.snapshot, 'expiresAtMs', n),
+  snapshotUrl: (e, value) => setIfThawed(e.decision.snapshot, 'url', value),
+  snapshotState: (e) => setIfThawed(e.decision.snapshot, 'state', e.decision.snapshot?.state === 'ok' ? 'unreachable' : 'ok'),
+  snapshotFreeze: (e) => void (e.decision.snapshot !== null && Object.freeze(e.decision.snapshot)),
+  snapshotFrozenCopy: (e, _value, _n, o) => void ((e.decision as { snapshot: SnapshotInfo | null }).snapshot = o.decision.snapshot === null ? null : Object.freeze({ ...o.decision.snapshot })),
 };
+
+/** Sets a field of a snapshot that is not frozen (a frozen one, as the robots cache makes them, never changes). */
+function setIfThawed(snapshot: SnapshotInfo | null, key: keyof SnapshotInfo, value: unknown): void {
+  if (snapshot !== null && !Object.isFrozen(snapshot)) (snapshot as unknown as Record<string, unknown>)[key] = value;
+}
 
 /** Values at a cap, by the field that caps them: a copy of the entry with `value` (its length around the cap) put in. */
 const LONG: Record<string, [cap: number, put: (entry: AccessEntry, value: string) => AccessEntry]> = {
@@ -271,5 +282,34 @@ describe('encodeAccessLine with cached stretches', () => {
     assertLine(out, { ...a, identity: undefined }, true, 'identity undefined');
     assertLine(out, { ...a, identity: null }, true, 'identity null');
     assertLine(out, { ...a, identity: 'team' }, true, 'identity named');
+  });
+});
+
+describe('LineBuffer constants and captured stretches, words up to LONG_CONSTANT_BYTES and one set past it', () => {
+  it('appends a constant, and a stretch captured into a reused target, as their UTF-8 bytes after any content', () => {
+    const anyText = fc.oneof(fc.string({ unit: anyUnit, maxLength: 2 * LONG_CONSTANT_BYTES }), fc.string({ unit: 'grapheme', maxLength: 3 * LONG_CONSTANT_BYTES }));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(anyText, fc.nat(9)), { minLength: 1, maxLength: 8 }), (steps) => {
+        const out = new LineBuffer(4);
+        const target = new ConstantBytes('');
+        for (const [value, before] of steps) {
+          const want = Buffer.from(value, 'utf8');
+          out.length = 0;
+          for (let i = 0; i < before; i++) out.byte(0x2e);
+          out.constant(new ConstantBytes(value));
+          assert.deepEqual(out.buf.subarray(before, out.length), want, `constant of ${want.length} bytes after ${before}`);
+          // The same bytes written raw, captured into the one target (grown, shrunk, across the threshold), then copied twice.
+          const start = out.length;
+          out.utf8(value);
+          out.capture(target, start);
+          assert.equal(target.byteLength, want.length);
+          out.byte(0x7c);
+          out.constant(target);
+          out.constant(target);
+          assert.deepEqual(out.buf.subarray(start, out.length), Buffer.concat([want, Buffer.from('|'), want, want]), `stretch of ${want.length} bytes captured at ${start}`);
+        }
+      }),
+      { seed: 20261202, numRuns: 300 },
+    );
   });
 });
