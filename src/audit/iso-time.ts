@@ -4,7 +4,7 @@
  * `fetchedAt` and `expiresAt`), and `Date#toISOString` was 1.5% of a proxied
  * request's CPU (bench/PROFILE.md). Extension, not in RFC 9309.
  */
-import type { LineBuffer } from './line-buffer.js';
+import { setBytes, type LineBuffer } from './line-buffer.js';
 
 /** First instant Date#toISOString writes with a six-digit year (10000-01-01), ms since the epoch. */
 const YEAR_10000_MS = 253_402_300_800_000;
@@ -75,7 +75,7 @@ export function createIsoWriter(): IsoWriter {
     out.ensure(26);
     const buf = out.buf;
     let p = out.length;
-    buf.set(prefix, p);
+    setBytes.call(buf, prefix, p);
     p += 21;
     buf[p++] = 0x30 + Math.floor(milli / 100);
     buf[p++] = 0x30 + (Math.floor(milli / 10) % 10);

@@ -313,3 +313,19 @@ describe('LineBuffer constants and captured stretches, words up to LONG_CONSTANT
     );
   });
 });
+
+describe('LineBuffer.number from its digit tables', () => {
+  it('writes every integer below 1,100,000 (one table word, two, then divisions), and the edges, as JSON.stringify does', () => {
+    const out = new LineBuffer(4);
+    const check = (value: number): void => {
+      out.length = 0;
+      out.byte(0x2c);
+      out.number(value);
+      out.byte(0x2c);
+      const got = out.buf.toString('latin1', 0, out.length);
+      if (got !== `,${JSON.stringify(value)},`) assert.fail(`${value}: got ${got}`);
+    };
+    for (let value = 0; value < 1_100_000; value++) check(value);
+    for (const value of [-0, -1, 0.5, 999.5, 999_999.9, 2 ** 31 - 1, 2 ** 31, 1_764_547_200_000, Number.MAX_SAFE_INTEGER, NaN, Infinity]) check(value);
+  });
+});
