@@ -384,6 +384,26 @@ describe('LineBuffer', () => {
 });
 
 describe('createIsoWriter', () => {
+  it('writes Date#toISOString of every value of generated walks through time (new seconds, minutes, hours, days, years; back and forth)', () => {
+    const start = fc.oneof(fc.integer({ min: 0, max: 253_402_300_700_000 }), fc.constantFrom(0, 59_999, 1_767_225_599_000, 951_782_399_500, 253_402_300_799_000));
+    const step = fc.oneof(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: -1500, max: 61_000 }), fc.constantFrom(1, 999, 1000, 59_000, 60_000, 3_600_000, 86_400_000, -1, -60_000), fc.double({ min: 0, max: 2000, noNaN: true }));
+    fc.assert(
+      fc.property(start, fc.array(step, { minLength: 1, maxLength: 200 }), (first, steps) => {
+        const write = createIsoWriter();
+        const out = new LineBuffer(1);
+        let ms = first;
+        for (const delta of [0, ...steps]) {
+          ms += delta;
+          out.length = 0;
+          write(out, ms);
+          const want = ms >= 0 && ms < 253_402_300_800_000 ? JSON.stringify(new Date(ms).toISOString()) : null;
+          if (want !== null && out.buf.toString('latin1', 0, out.length) !== want) assert.fail(`${ms}: got ${out.buf.toString('latin1', 0, out.length)}, want ${want}`);
+        }
+      }),
+      { seed: 20261202, numRuns: 500 },
+    );
+  });
+
   it('writes the JSON string of what the formatter writes, for any ms value, in any order', () => {
     const write = createIsoWriter();
     const format = createIsoFormatter();
