@@ -169,4 +169,38 @@ describe('access lines through the proxy, encoder (two loggers, stretches shared
       assert.equal(p.pacer.originStats(o)?.queued ?? 0, 0);
     }
   });
+
+  it("logs each proxy's current robots snapshot, frozen by the cache and copied as encoded bytes, also after a refetch", { timeout: 30_000 }, async () => {
+    // The two encoder proxies alternate (their snapshots of one origin are distinct objects, both frozen); the
+    // first refetches between lines (a new frozen object for the same origin): each line must log its own
+    // proxy's snapshot as the cache holds it now, never the other proxy's or the previous one's bytes.
+    const o = origin.url;
+    const logged = async (p: 0 | 1): Promise<[Line, Line]> => {
+      const count = (linesOf()[p] as Line[]).length;
+      await send(p, `${o}/a`, UA_A);
+      await waitFor(() => (linesOf()[p] as Line[]).length === count + 1, 'the line');
+      const line = (linesOf()[p] as Line[]).at(-1) as Line;
+      const info = (await (proxies[p] as (typeof proxies)[number]).robotsCache.peek(o))?.info;
+      assert.ok(info !== undefined && Object.isFrozen(info), 'the cache holds a frozen snapshot');
+      const want = JSON.parse(JSON.stringify({ ...info, fetchedAt: new Date(info.fetchedAtMs).toISOString(), expiresAt: new Date(info.expiresAtMs).toISOString() })) as Line;
+      return [(line['decision'] as Line)['snapshot'] as Line, want];
+    };
+    const before = linesOf()[0]?.length ?? 0;
+    const [a1, wantA1] = await logged(0);
+    assert.deepEqual(a1, wantA1);
+    const [c1, wantC1] = await logged(1);
+    assert.deepEqual(c1, wantC1);
+    for (let round = 0; round < 2; round++) {
+      (proxies[0] as (typeof proxies)[number]).robotsCache.invalidate(o);
+      await new Promise((resolve) => setTimeout(resolve, 5)); // another fetchedAtMs
+      const [a2, wantA2] = await logged(0);
+      assert.deepEqual(a2, wantA2, `after refetch ${round}`);
+      assert.notEqual(a2['fetchedAtMs'], a1['fetchedAtMs'], 'the first proxy refetched');
+      const [c2, wantC2] = await logged(1);
+      assert.deepEqual(c2, wantC2);
+      const [a3, wantA3] = await logged(0);
+      assert.deepEqual(a3, wantA3);
+    }
+    assert.ok((linesOf()[0]?.length ?? 0) >= before + 5);
+  });
 });
