@@ -42,9 +42,9 @@ const utf8Write = (Buffer.prototype as NativeWrites).utf8Write;
 /**
  * `TypedArray.prototype.set`, taken once and called as `setBytes.call(target, source, offset)`: through
  * `buf.set`, optimised code looked the method up with a LoadIC call on every copy (~70 instructions; Buffer's
- * prototype is not stable for V8). Exported for iso-time.ts.
+ * prototype is not stable for V8).
  */
-export const setBytes = (Object.getPrototypeOf(Uint8Array.prototype) as Uint8Array).set as (this: Uint8Array, source: ArrayLike<number>, offset: number) => void;
+const setBytes = (Object.getPrototypeOf(Uint8Array.prototype) as Uint8Array).set as (this: Uint8Array, source: ArrayLike<number>, offset: number) => void;
 
 /**
  * From this many UTF-16 units on, {@link LineBuffer.string} writes natively then checks the bytes (shorter: a JS
