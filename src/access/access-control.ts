@@ -22,6 +22,7 @@ import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { Identity, UserAgentRewrite } from '../policy/identity.js';
 import { AuthThrottle } from './auth-throttle.js';
+import { clientPeerOf } from './client-peer.js';
 import { ClientRanges, type RangeMatch } from './client-ranges.js';
 import { CredentialVerifier, parseBasicCredentials } from './credential-verifier.js';
 import { readCredentialsFile, type CredentialEntry, type Credentials } from './credentials-file.js';
@@ -212,7 +213,8 @@ export class AccessControl {
   admit(req: IncomingMessage, context: AdmissionContext = {}): Admission | Promise<Admission> {
     const authorization = req.headers['proxy-authorization'];
     if (authorization !== undefined) req.headers['proxy-authorization'] = undefined;
-    const address = req.socket?.remoteAddress ?? '';
+    // Read once per connection (client-peer.ts).
+    const address = clientPeerOf(req.socket).address;
     const origin = context.origin ?? '';
     const range = this.#ranges.match(address);
     if (!range.isAllowed) {

@@ -132,7 +132,16 @@ type WriteDeadlines = HoldList<ResponseRelay>;
  * calls it without the wrapper, controller object and parsed header object its newer
  * `onResponseStart` API costs per request (issue 11).
  */
-class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
+/** What the caller of {@link UpstreamForwarder.relay} may tell a relay. */
+export interface RelayControl {
+  /**
+   * The response's `close` was emitted: a client that left before the response finished aborts
+   * the upstream exchange. Idempotent; nothing once the relay settled. Never throws.
+   */
+  clientClosed(): void;
+}
+
+class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayControl {
   /** undici's abort of this exchange, once it has a connection (undefined: not started). */
   private abortUpstream: ((err?: Error) => void) | undefined = undefined;
   /** undici's resume of a paused response. */
@@ -152,31 +161,45 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
   /** True while a write deadline runs for this relay. */
   isHeld = false;
 
+  /** The relay's own `close` listener on the response, when the caller does not watch it (see {@link UpstreamForwarder.relay}). */
+  private closeListener: (() => void) | undefined = undefined;
+  /** The `drain` listener, while a write waits for the client (made on first need: most responses never wait). */
+  private drainListener: (() => void) | undefined = undefined;
+  /** The `finish` listener, while the response's tail waits to be flushed (made on first need). */
+  private flushListener: (() => void) | undefined = undefined;
+
   constructor(
     private readonly res: ServerResponse,
     private readonly hooks: RelayHooks,
     /** The write bound's list, or undefined when there is no bound. */
     private readonly writeDeadlines: WriteDeadlines | undefined,
     private readonly clock: Clock,
+    callerWatchesClose: boolean,
   ) {
-    // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
-    res.on('close', this.onClientClose);
+    if (callerWatchesClose) return;
+    // `close` is emitted once: `on`, not `once` (no wrapper per request).
+    this.closeListener = () => this.clientClosed();
+    res.on('close', this.closeListener);
   }
 
-  private readonly onClientClose = (): void => {
+  /**
+   * The client's response closed (its `close` event): unless it had finished, the client went
+   * away, and the upstream exchange is aborted (or, when it is over already, the relay settles).
+   * Idempotent; nothing once settled.
+   */
+  clientClosed(): void {
     if (this.res.writableFinished || this.settled || this.writeTimedOut) return;
     this.clientAborted = true;
     // Upstream done (or never started): nothing will call back; settle now.
     if (this.upstreamEnded || this.abortUpstream === undefined) return this.finish(undefined);
     this.abortUpstream(new Error('client closed the connection'));
-  };
+  }
 
-  private readonly onDrain = (): void => {
+  private onDrain(): void {
+    this.drainListener = undefined;
     this.clearWriteTimer();
     this.resumeUpstream?.();
-  };
-
-  private readonly onFlushed = (): void => this.finish(undefined);
+  }
 
   /** The client has the write bound (`responseWriteTimeoutMs`) to take the bytes waiting for it. */
   private armWriteTimer(): void {
@@ -203,9 +226,11 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     if (this.settled) return;
     this.settled = true;
     this.clearWriteTimer();
-    this.res.off('close', this.onClientClose);
-    this.res.off('drain', this.onDrain);
-    this.res.off('finish', this.onFlushed);
+    // Only the listeners this relay added (a removal that finds nothing still costs a call per event, issue 11).
+    if (this.closeListener !== undefined) this.res.off('close', this.closeListener);
+    if (this.drainListener !== undefined) this.res.off('drain', this.drainListener);
+    if (this.flushListener !== undefined) this.res.off('finish', this.flushListener);
+    this.closeListener = this.drainListener = this.flushListener = undefined;
     this.hooks.onSettled({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted, upstreamEnded: this.upstreamEnded });
   }
 
@@ -244,7 +269,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     if (this.pendingHead !== undefined) this.writeHead();
     this.bytesSent += chunk.length;
     if (this.res.write(chunk)) return true;
-    this.res.once('drain', this.onDrain);
+    if (this.drainListener === undefined) {
+      this.drainListener = () => this.onDrain();
+      this.res.once('drain', this.drainListener);
+    }
     this.armWriteTimer();
     return false;
   }
@@ -263,7 +291,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot {
     if (this.res.writableFinished || (socket !== null && !socket.destroyed && this.res.writableLength === 0)) return this.finish(undefined);
     // The tail is still buffered for the client: settle when it is flushed, or at the write timeout.
     // `finish` is emitted once and finish() removes the listener: `on`, not `once` (no wrapper per request).
-    this.res.on('finish', this.onFlushed);
+    this.flushListener = () => this.finish(undefined);
+    this.res.on('finish', this.flushListener);
     this.armWriteTimer();
   }
 
@@ -323,9 +352,14 @@ export class UpstreamForwarder {
    * `responseWriteTimeoutMs` (`CLIENT_WRITE_TIMEOUT`), the upstream exchange is
    * aborted. Settles once the response is flushed to the client, after
    * `hooks.onUpstreamEnd`; when the dispatch itself throws, before this returns.
+   * @param callerWatchesClose true when the caller already listens to `res`'s `close` and calls
+   *   the returned {@link RelayControl.clientClosed} from there, for as long as the relay has not
+   *   settled: the relay then adds no listener of its own (one `close` listener per response
+   *   fewer, issue 11). @default false
+   * @returns the relay's control (the caller's way to tell it the client's `close`).
    */
-  relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks): void {
-    const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock);
+  relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks, callerWatchesClose = false): RelayControl {
+    const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock, callerWatchesClose);
     try {
       this.poolFor(request.origin).dispatch(
         {
@@ -343,6 +377,7 @@ export class UpstreamForwarder {
     } catch (err) {
       handler.onError(err as Error);
     }
+    return handler;
   }
 
   /**

@@ -15,6 +15,7 @@ import type { Decision, DecisionIdentity } from '../policy/decision.js';
 import { identifyAgent, outgoingUserAgent, type AgentIdentification, type Identity } from '../policy/identity.js';
 import type { AccessControl, Admission, AdmissionContext, AdmittedClient } from '../access/access-control.js';
 import { throttleKeyOf } from '../access/auth-throttle.js';
+import { clientPeerOf } from '../access/client-peer.js';
 import { compilePolicy, type CompiledPolicy, type PolicyMatch, type PolicyRequest } from '../policy/operator-policy.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { extractProductTokens, USER_AGENT_SCAN_LIMIT_CHARS } from '../robots/agent.js';
@@ -26,7 +27,8 @@ import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
 import { isCertificateError, renderProxyResponse } from './responses.js';
 import { InFlightList } from './in-flight-list.js';
 import { answerAsFinalRecipient, maxForwardsOf } from './max-forwards.js';
-import { ByteCounter, pathAndQueryOf, ProxiedExchange, recordPacing } from './proxied-exchange.js';
+import { ByteCounter, ProxiedExchange, recordPacing } from './proxied-exchange.js';
+import { originOf, pathAndQueryOf } from './target-origin.js';
 import { requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
@@ -106,8 +108,8 @@ function portOf(url: URL): number {
 export function identityOf(req: IncomingMessage, decision?: Pick<Decision, 'identity'>): string {
   const name = decision?.identity?.name;
   if (name !== undefined) return name;
-  const address = req.socket?.remoteAddress;
-  if (address === undefined) return '';
+  const address = clientPeerOf(req.socket).address;
+  if (address === '') return '';
   // A crawler's requests come from a few addresses: the last one's key is kept (one string compare, no concatenation per request, issue 11).
   if (address === lastIdentityAddress) return lastIdentityKey;
   const key = throttleKeyOf(address);
@@ -257,7 +259,7 @@ export class RequestPipeline {
    *   the facts the policy matched and, once matched, the rule (both for {@link RequestPipeline.waitForSlot}).
    */
   decideFor(target: URL, userAgent: string | undefined, identity: Identity | null = null, method = 'GET'): DecidedRequest | Promise<DecidedRequest> {
-    return this.#decide(target, target.origin, pathAndQueryOf(target), userAgent, this.tokensOf(userAgent), identity, method);
+    return this.#decide(target, originOf(target), pathAndQueryOf(target), userAgent, this.tokensOf(userAgent), identity, method);
   }
 
   /** {@link RequestPipeline.decideFor} with the origin, path and tokens the caller already has. */
@@ -568,7 +570,10 @@ export class RequestPipeline {
     const maxForwards = maxForwardsOf(req);
     const sentUserAgent = outgoingUserAgent(identity, x.userAgent, x.productTokens);
     const headers = upstreamRequestFields(req.headers, req.httpVersion, this.deps.viaPseudonym, x.p.target.host, maxForwards === undefined ? undefined : String(maxForwards - 1), sentUserAgent);
-    this.deps.forwarder.relay({ origin: (x.decision as Decision).origin, method: req.method ?? 'GET', path: x.path, headers, body }, res, x);
+    // The exchange's `close` listener tells the relay (one listener per response, not two).
+    const relay = this.deps.forwarder.relay({ origin: (x.decision as Decision).origin, method: req.method ?? 'GET', path: x.path, headers, body }, res, x, true);
+    // A relay that settled within `relay` (its dispatch threw) has already been told to the exchange.
+    if (!x.isRelaySettled) x.relay = relay;
   }
 
   /** Records how the relay ended on `x` and its Decision: the upstream's answer, a client timeout (408 or a close), or an upstream failure (502/504, or a close). */

@@ -12,33 +12,16 @@ import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import type { Identity } from '../policy/identity.js';
 import type { AccessEntry } from '../audit/access-entry.js';
+import { clientPeerOf } from '../access/client-peer.js';
 import type { SlotHoldWaitingOn } from '../audit/limit-events.js';
 import { forwardableResponseFields } from './headers.js';
-import { CLIENT_WRITE_TIMEOUT, type RelayHooks, type RelayOutcome } from './forwarder.js';
+import { CLIENT_WRITE_TIMEOUT, type RelayControl, type RelayHooks, type RelayOutcome } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT } from './body-watchdog.js';
 import { decisionHeaderValue, DECISION_HEADER } from './responses.js';
 import { InFlightRequest, type InFlightList } from './in-flight-list.js';
 import { clientRequestIdOf, REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
-import { flatJoin } from './flat-string.js';
+import { originOf, pathAndQueryOf } from './target-origin.js';
 import type { PipelineDeps, ProxiedRequest } from './pipeline.js';
-
-/**
- * The path plus query of a target URL, as matched and forwarded: a flat string (flat-string.ts),
- * so the regular expressions that match and check it take their fast path (issue 11).
- */
-export function pathAndQueryOf(url: URL): string {
-  return flatJoin([url.pathname || '/', url.search]);
-}
-
-/**
- * `url.origin` of an http: or https: URL (`scheme://host[:port]`, the port only when not the
- * scheme's default), as a flat string: `URL.origin` builds a rope, and the origin is the key of
- * every per-origin map a request looks up (robots cache, pacer, pools, ledger, metrics), each of
- * which then hashed and compared it through V8's runtime (issue 11).
- */
-export function originOf(url: URL): string {
-  return flatJoin([url.protocol, url.host], '//');
-}
 
 /** Counts the bytes of a request body on their way upstream. */
 export class ByteCounter extends Transform {
@@ -122,6 +105,10 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks, Slot
   upstreamStarted = 0;
   /** The origin's `Retry-After`, for the pacer's pause on 429/503. */
   retryAfter: string | undefined = undefined;
+  /** The relay to the origin while it runs (told the client's `close` by {@link ProxiedExchange.onClose}); undefined before and once settled. */
+  relay: RelayControl | undefined = undefined;
+  /** True once the relay settled ({@link ProxiedExchange.onSettled}), which may happen within `forwarder.relay` itself (its dispatch threw). */
+  isRelaySettled = false;
   /** The request body's counting stage, when it has a body. */
   body: ByteCounter | null = null;
   stopBodyWatch: (() => void) | undefined = undefined;
@@ -158,7 +145,8 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks, Slot
     this.requestId = requestIdOf(req);
     this.origin = originOf(target);
     this.path = pathAndQueryOf(target);
-    this.client = { address: req.socket.remoteAddress ?? '', port: req.socket.remotePort ?? 0 };
+    // The connection's peer, read once per connection (client-peer.ts) and shared by its requests' entries.
+    this.client = clientPeerOf(req.socket);
     this.request = { method: req.method ?? 'GET', url: target.href, userAgent: userAgent ?? null, via: p.via, clientRequestId: clientRequestIdOf(req) };
     // `close` is emitted once: `on`, not `once` (no wrapper and bound function per request).
     res.on('close', this.onClose);
@@ -175,8 +163,15 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks, Slot
     return this.isArrivalTurn ? this.startedAtMs : this.deps.clock.nowMs();
   }
 
+  /**
+   * The response's one `close` listener of the pipeline's (the relay adds none: `forwarder.relay`'s
+   * `callerWatchesClose`): a client that leaves before its response finished aborts the request
+   * (the queue drops it if it still waits) and, while one runs, its relay (issue 11).
+   */
   readonly onClose = (): void => {
-    if (!this.p.res.writableFinished) this.abort.abort();
+    if (this.p.res.writableFinished) return;
+    this.abort.abort();
+    this.relay?.clientClosed();
   };
 
   /** Told by the pacer when the slot was held past `pacing.maxSlotHold`: counted and logged with what the exchange waits for. */
@@ -203,7 +198,9 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks, Slot
     if (this.isFinished) return;
     this.isFinished = true;
     this.inFlight.delete(this);
-    this.p.res.off('close', this.onClose);
+    // A relay still running (the request ended early by abandonInFlight) keeps the listener: it is
+    // the relay's too, and a client that leaves must still abort the upstream exchange.
+    if (this.relay === undefined) this.p.res.off('close', this.onClose);
     const error = this.error;
     const decided = this.decision ?? this.shuttingDown();
     // One literal with every field (no entry completed in place, no spread: issue 11).
@@ -263,6 +260,8 @@ export class ProxiedExchange extends InFlightRequest implements RelayHooks, Slot
 
   /** The relay ended: handed to the pipeline, which records the outcome and writes the access entry. */
   onSettled(outcome: RelayOutcome): void {
+    this.relay = undefined;
+    this.isRelaySettled = true;
     this.onRelayed(this, outcome);
   }
 

@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { originOf, pathAndQueryOf } from '../../src/proxy/proxied-exchange.js';
+import { originOf, pathAndQueryOf } from '../../src/proxy/target-origin.js';
 
 describe('originOf and pathAndQueryOf', () => {
   it('spell the origin as URL.origin, and the path plus query as pathname + search, for http and https targets', () => {
@@ -28,6 +28,31 @@ describe('originOf and pathAndQueryOf', () => {
       const url = new URL(text);
       assert.equal(originOf(url), url.origin, text);
       assert.equal(pathAndQueryOf(url), (url.pathname || '/') + url.search, text);
+    }
+  });
+
+  it('spell every origin as URL.origin through the bounded origin table: thousands of origins (more than its slots), collisions, prefixes, user information', () => {
+    const hosts = ['a.example', 'a.example.org', 'b.a.example', 'xn--bcher-kva.example', '127.0.0.1', '10.0.0.1', '[::1]', '[2001:db8::1]', 'A.EXAMPLE', 'a.example.'];
+    const ports = ['', ':80', ':443', ':8', ':8080', ':808', ':1', ':65535'];
+    const texts: string[] = [];
+    for (let i = 0; i < 600; i++) for (const scheme of ['http', 'https']) texts.push(`${scheme}://h${i}.example:${1000 + (i % 97)}/p${i}`);
+    for (const scheme of ['http', 'https']) {
+      for (const host of hosts) {
+        for (const port of ports) {
+          texts.push(`${scheme}://${host}${port}/x`, `${scheme}://${host}${port}`, `${scheme}://${host}${port}?q#f`);
+          // User information: never part of the origin, and an origin a URL's href does not begin with.
+          texts.push(`${scheme}://u@${host}${port}/x`, `${scheme}://u:p@${host}${port}/`, `${scheme}://:p@${host}${port}/`, `${scheme}://${host}@${host}${port}/x`);
+          texts.push(`${scheme}://a.example${port}@${host}${port}/x`, `${scheme}://${host}${port}@a.example/x`);
+        }
+      }
+      for (let port = 1; port < 6000; port += 1) texts.push(`${scheme}://127.0.0.1:${port}/page/1?q=1`);
+    }
+    // Three passes in different orders: each origin met first, again, and after others took its slot.
+    for (const pass of [texts, [...texts].reverse(), texts.filter((_, i) => i % 3 === 0).concat(texts.filter((_, i) => i % 3 !== 0))]) {
+      for (const text of pass) {
+        const url = new URL(text);
+        assert.equal(originOf(url), url.origin, text);
+      }
     }
   });
 });
