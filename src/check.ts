@@ -7,13 +7,13 @@
  *   `agent` is the reference vectors' field (DESIGN.md, shared/conformance): a bare
  *   product token, with the URL read as the reference reads it (any string).
  */
-import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import { extractProductTokens } from './robots/agent.js';
-import { evaluate, extractPathAndQuery, parseRobotsTxt, type RobotsEvaluation, type RobotsTxt } from './robots/index.js';
+import { DEFAULT_MAX_ROBOTS_BYTES, evaluate, extractPathAndQuery, parseRobotsTxt, type RobotsEvaluation, type RobotsTxt } from './robots/index.js';
+import { boundedLines } from './bounded-lines.js';
 import { UsageError } from './errors.js';
+import { readFileBounded } from './read-bounded.js';
 
 /** One JSON-lines answer (see the issue's contract). */
 export interface CheckAnswer {
@@ -95,6 +95,13 @@ export function formatAnswer(url: string, a: CheckAnswer): string {
 }
 
 /**
+ * Longest JSON line read, in characters: a 500 KiB robots.txt (what the parser reads of one)
+ * written with a `\uXXXX` escape for every byte is 3 Mi characters; a longer line is answered
+ * `{"error"}` without being kept.
+ */
+export const MAX_JSONL_LINE_CHARS = 16 * 1_048_576;
+
+/**
  * Runs the JSON-lines mode: reads `input` line by line, writes one JSON line
  * per non-empty input line to `output`, in order. When `output` fails (its
  * reader went away: EPIPE) the run stops and `input` is destroyed; the counts
@@ -104,7 +111,7 @@ export function formatAnswer(url: string, a: CheckAnswer): string {
  */
 export async function runJsonl(input: Readable, output: Writable): Promise<{ answered: number; disallowed: number; errors: number }> {
   const parsedByBody = new LRUCache<string, RobotsTxt>({ max: 256 });
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  const lines = boundedLines(input, MAX_JSONL_LINE_CHARS);
   let answered = 0;
   let disallowed = 0;
   let errors = 0;
@@ -114,7 +121,6 @@ export async function runJsonl(input: Readable, output: Writable): Promise<{ ans
   let isOutputGone = false;
   output.on('error', () => {
     isOutputGone = true;
-    lines.close();
     input.destroy();
   });
   const flush = async (): Promise<void> => {
@@ -135,7 +141,7 @@ export async function runJsonl(input: Readable, output: Writable): Promise<{ ans
   for await (const line of lines) {
     if (isOutputGone) break;
     // One output line per input line, blank ones included, so outputs stay aligned with inputs.
-    const answer = answerLine(line, parsedByBody);
+    const answer = typeof line === 'string' ? answerLine(line, parsedByBody) : { error: `line longer than ${MAX_JSONL_LINE_CHARS} characters; skipped` };
     buffer.push(JSON.stringify(answer) + '\n');
     if ('error' in answer) errors++;
     else {
@@ -197,7 +203,8 @@ export function runCheckFiles(options: CheckFilesOptions): { lines: string[]; di
   if (options.urls.length === 0) throw new UsageError('check needs at least one URL');
   let body: Buffer;
   try {
-    body = readFileSync(options.robotsFile);
+    // One byte past the parse limit is enough for the parser to see, and say, that the file is truncated.
+    body = readFileBounded(options.robotsFile, DEFAULT_MAX_ROBOTS_BYTES + 1).bytes;
   } catch (err) {
     throw new UsageError(`cannot read robots file ${options.robotsFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
   }

@@ -5,12 +5,15 @@
  * nor its length leaks through timing. Extension, not in RFC 9309.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AdminConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { readFileBounded } from '../read-bounded.js';
 import { checkSecretFileMode, type SecretFileWarning } from './secret-file-mode.js';
 
+/** Bytes of a token file read: its first line is the token (bounded everything). */
+const MAX_TOKEN_FILE_BYTES = 65_536;
 /** Shortest token read from a file. */
 const MIN_TOKEN_CHARS = 16;
 
@@ -30,7 +33,7 @@ export function resolveAdminToken(admin: Pick<AdminConfig, 'token' | 'tokenFile'
   const key = 'admin.tokenFile';
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readFileBounded(file, MAX_TOKEN_FILE_BYTES).bytes.toString('utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
       throw new ConfigError(`${key}: cannot read ${JSON.stringify(file)} (${(error as NodeJS.ErrnoException).code ?? String(error)})`, { key }, { cause: error });

@@ -6,8 +6,8 @@
  * field is not a bcrypt hash is refused, naming the line (and never echoing the value).
  * Parsing is pure; {@link readCredentialsFile} reads the file. Extension, not in RFC 9309.
  */
-import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { readFileBounded } from '../read-bounded.js';
 
 /** One user of the credentials file. */
 export interface CredentialEntry {
@@ -123,10 +123,11 @@ export function readCredentialsFile(path: string): Credentials {
   const fix = 'point access.credentialsFile at a readable file of "user:bcrypt-hash" lines, or remove the key';
   let text: string;
   try {
-    if (statSync(path).size > MAX_CREDENTIALS_FILE_BYTES) {
+    const { bytes, tooLarge } = readFileBounded(path, MAX_CREDENTIALS_FILE_BYTES);
+    if (tooLarge) {
       throw new ConfigError(`access.credentialsFile: ${path} is larger than ${MAX_CREDENTIALS_FILE_BYTES} bytes`, { key: 'access.credentialsFile' });
     }
-    text = readFileSync(path, 'utf8');
+    text = bytes.toString('utf8');
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     const code = (error as NodeJS.ErrnoException).code ?? String(error);

@@ -4,10 +4,10 @@
  * and the first one (in document order) fills `ConfigError.key/line/column`.
  * Extension, not in RFC 9309.
  */
-import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { readFileBounded } from '../read-bounded.js';
 import { configSchema, knownKeysAt } from './schema.js';
 import type { Config } from './types.js';
 import { describeValue } from './units.js';
@@ -40,8 +40,8 @@ interface PlacedProblem {
 export function loadConfig(path: string): Config {
   let text: string;
   try {
-    const bytes = readFileSync(path);
-    if (bytes.length > MAX_CONFIG_BYTES) throw new ConfigError(`${path}: configuration file is larger than 1 MiB`);
+    const { bytes, tooLarge } = readFileBounded(path, MAX_CONFIG_BYTES);
+    if (tooLarge) throw new ConfigError(`${path}: configuration file is larger than 1 MiB`);
     text = bytes.toString('utf8');
   } catch (error) {
     if (error instanceof ConfigError) throw error;

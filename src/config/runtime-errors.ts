@@ -6,10 +6,15 @@
  * and column of the key. Extension, not in RFC 9309.
  */
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../errors.js';
+import { readFileBounded } from '../read-bounded.js';
 import { findKeyOffset, positionAt } from './yaml-positions.js';
+
+/** Largest `upstream.caFile` read, bytes (bounded everything; a system bundle is about 200 KiB). */
+const MAX_CA_FILE_BYTES = 16 * 1_048_576;
+/** Largest configuration file read to place a key (as `loadConfig` refuses beyond it). */
+const MAX_CONFIG_BYTES = 1_048_576;
 
 /** Short readings of the `fs`/`net` error codes people meet here. */
 const CODE_MEANING: Readonly<Record<string, string>> = {
@@ -97,7 +102,7 @@ export function checkRestartFiles(
   for (const [key, path] of [['https.caCert', config.https.caCert], ['https.caKey', config.https.caKey]] as const) {
     if (path === undefined || !changed.includes(key)) continue;
     try {
-      readFileSync(path);
+      readFileBounded(path, 0);
     } catch (error) {
       throw new ConfigError(
         `${key}: cannot read ${JSON.stringify(path)} (${describeCode(codeOf(error))}); a restart would fail to start with it: point it at a readable PEM file, or remove https.caCert and https.caKey to use the CA generated under stateDir`,
@@ -120,8 +125,11 @@ export function readCaFile(path: string): string {
   const fix = 'point it at a PEM file of CA certificates, or remove the key';
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    const read = readFileBounded(path, MAX_CA_FILE_BYTES);
+    if (read.tooLarge) throw new ConfigError(`${key}: ${JSON.stringify(path)} is larger than ${MAX_CA_FILE_BYTES} bytes; ${fix}`, { key });
+    text = read.bytes.toString('utf8');
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     throw new ConfigError(`${key}: cannot read ${JSON.stringify(path)} (${describeCode(codeOf(error))}); ${fix}`, { key }, { cause: error });
   }
   const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
@@ -164,7 +172,9 @@ export function placeConfigError(error: unknown, file: string): unknown {
   if (!(error instanceof ConfigError) || error.key === undefined || error.line !== undefined) return error;
   let position: { line: number; column: number } | undefined;
   try {
-    const text = readFileSync(file, 'utf8');
+    const { bytes, tooLarge } = readFileBounded(file, MAX_CONFIG_BYTES);
+    if (tooLarge) throw new Error('too large to place the key');
+    const text = bytes.toString('utf8');
     const lineCounter = new LineCounter();
     const doc = parseDocument(text, { lineCounter });
     const path = error.key.split('.');

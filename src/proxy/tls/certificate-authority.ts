@@ -4,11 +4,12 @@
  * start and reuses it afterwards. Extension, not in RFC 9309.
  */
 import { createPrivateKey, webcrypto, X509Certificate as NodeX509Certificate, type KeyObject } from 'node:crypto';
-import { mkdtemp, open, readFile, rename, rm, stat, chmod } from 'node:fs/promises';
+import { mkdtemp, open, rename, rm, stat, chmod } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CertificateError } from '../../errors.js';
 import { makeDirectory } from '../../make-directory.js';
+import { readFileBounded } from '../../read-bounded.js';
 import { createSerialNumber, importSigningKey, x509, type SigningKey } from './x509-support.js';
 
 /** The subset of a pino logger this module uses. */
@@ -133,8 +134,8 @@ async function loadOrCreateInStateDir(stateDir: string, nowMs: number, logger: C
 }
 
 async function loadCaFiles(certPath: string, keyPath: string, nowMs: number, source: CaSource, logger: CaLogger | undefined): Promise<CaMaterial> {
-  const certPem = await readPemFile(certPath, 'certificate');
-  const keyPem = await readPemFile(keyPath, 'key');
+  const certPem = readPemFile(certPath, 'certificate');
+  const keyPem = readPemFile(keyPath, 'key');
   const keyStat = await stat(keyPath);
   if ((keyStat.mode & 0o077) !== 0) {
     logger?.warn({ keyPath, mode: (keyStat.mode & 0o777).toString(8) }, 'CA key file is readable by group or others; chmod 600 it');
@@ -143,10 +144,16 @@ async function loadCaFiles(certPath: string, keyPath: string, nowMs: number, sou
   return { ...material, keyPath, created: false, source };
 }
 
-async function readPemFile(path: string, what: string): Promise<string> {
+/** Largest CA certificate or key file read, bytes (bounded everything: `/dev/zero` is refused, not read for ever). */
+const MAX_PEM_FILE_BYTES = 16 * 1_048_576;
+
+function readPemFile(path: string, what: string): string {
   try {
-    return await readFile(path, 'utf8');
+    const { bytes, tooLarge } = readFileBounded(path, MAX_PEM_FILE_BYTES);
+    if (tooLarge) throw new CertificateError(`CA ${what} ${path} is larger than ${MAX_PEM_FILE_BYTES} bytes: not a PEM file`);
+    return bytes.toString('utf8');
   } catch (error) {
+    if (error instanceof CertificateError) throw error;
     throw new CertificateError(`cannot read CA ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
   }
 }
