@@ -148,6 +148,22 @@ describe('robots-proxy check', () => {
     assert.match(badUrl.stderr, /not an absolute URL/);
   });
 
+  it('--robots /dev/zero reads the parser\'s 500 KiB, not the endless device', { timeout: 120_000 }, async () => {
+    const r = await run(['check', '--robots', '/dev/zero', '--token', 'x', 'http://a/']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^ALLOWED +http:\/\/a\/ +reason=no-matching-rule/);
+  });
+
+  it('--jsonl answers a line longer than 16 Mi characters with an error, not kept, and the lines after it', async () => {
+    const good = JSON.stringify({ robots: 'User-agent: *\nDisallow: /x\n', url: 'https://a.example/x', token: 'A' });
+    const r = await run(['check', '--jsonl'], `${'a'.repeat(16 * 1_048_576 + 1)}\n${good}\n`);
+    assert.equal(r.code, 2);
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { error?: string; allowed?: boolean });
+    assert.deepEqual(out[0], { error: 'line longer than 16777216 characters; skipped' });
+    assert.equal(out[1]?.allowed, false);
+    assert.equal(out.length, 2);
+  });
+
   it('--jsonl whose reader goes away (| head -1) stops quietly: no EPIPE crash, no stack trace', async () => {
     const line = JSON.stringify({ robots: 'User-agent: *\nDisallow: /x\n', url: 'https://a.example/x', token: 'A' }) + '\n';
     const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('../../src/cli.ts', import.meta.url)), 'check', '--jsonl'], {

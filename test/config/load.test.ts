@@ -81,6 +81,11 @@ describe('loadConfig: one fixture per failure mode', () => {
     assert.ok(error.message.startsWith(fixture('no-such-file.yaml')));
   });
 
+  it('refuses an endless device (/dev/zero, whose size reads 0) at 1 MiB, not by reading it for ever', { timeout: 120_000 }, () => {
+    const error = configErrorOf(() => loadConfig('/dev/zero'));
+    assert.equal(error.message, '/dev/zero: configuration file is larger than 1 MiB');
+  });
+
   it('refuses a file larger than 1 MiB before parsing it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-config-'));
     try {
