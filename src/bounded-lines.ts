@@ -51,16 +51,18 @@ export async function* boundedLines(input: Readable, maxChars: number): AsyncGen
     let start = 0;
     if (afterCr && text.startsWith('\n')) start = 1;
     afterCr = false;
-    for (let i = start; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c !== 10 && c !== 13) continue;
+    const ends = /[\r\n]/g;
+    ends.lastIndex = start;
+    for (let match = ends.exec(text); match !== null; match = ends.exec(text)) {
+      const i = match.index;
       take(text.slice(start, i));
       yield end();
-      if (c === 13) {
-        if (i + 1 === text.length) afterCr = true;
-        else if (text.charCodeAt(i + 1) === 10) i++;
-      }
       start = i + 1;
+      if (match[0] === '\r') {
+        if (start === text.length) afterCr = true;
+        else if (text.charCodeAt(start) === 10) start++;
+      }
+      ends.lastIndex = start;
     }
     take(text.slice(start));
   };

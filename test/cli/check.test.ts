@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { runCli, type CliRun } from '../helpers/cli.js';
+import { longLineThen } from '../helpers/long-line.js';
 import { CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE, expectedVerdict, readVectors, type MatchCase } from '../robots/conformance-vectors.js';
 
 /** `robots-proxy` with `args`, `stdin` on its standard input. */
@@ -162,6 +163,15 @@ describe('robots-proxy check', () => {
     assert.deepEqual(out[0], { error: 'line longer than 16777216 characters; skipped' });
     assert.equal(out[1]?.allowed, false);
     assert.equal(out.length, 2);
+  });
+
+  it('--jsonl reads past a line longer than any string (/dev/zero-like input): an error line, no RangeError stack trace', { timeout: 300_000 }, async () => {
+    const good = JSON.stringify({ robots: 'User-agent: *\nDisallow: /x\n', url: 'https://a.example/x', token: 'A' });
+    const r = await runCli(['check', '--jsonl'], { stdin: longLineThen(`${good}\n`) });
+    assert.doesNotMatch(r.stderr, /RangeError|at .*:\d+:\d+/, r.stderr);
+    assert.equal(r.code, 2);
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { error?: string; allowed?: boolean });
+    assert.deepEqual(out, [{ error: 'line longer than 16777216 characters; skipped' }, { allowed: false, reason: 'rule-disallow', token: null, candidates: ['A'], group: '*', rule: { kind: 'disallow', pattern: '/x', line: 2 }, crawlDelay: null }]);
   });
 
   it('--jsonl whose reader goes away (| head -1) stops quietly: no EPIPE crash, no stack trace', async () => {

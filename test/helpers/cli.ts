@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,11 +21,11 @@ export interface CliRun {
 
 /**
  * Runs `robots-proxy ...args` to its end.
- * @param options.stdin written to its standard input (a string as UTF-8, a Buffer as its bytes; default: nothing, closed).
+ * @param options.stdin written to its standard input (a string as UTF-8, a Buffer as its bytes, a stream piped; default: nothing, closed).
  * @param options.cwd working directory (default: the repository root).
  * @param options.env extra environment; `ROBOTS_PROXY_CONFIG` is cleared unless given here.
  */
-export function runCli(args: string[], options: { stdin?: string | Buffer; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+export function runCli(args: string[], options: { stdin?: string | Buffer | Readable; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   const env: NodeJS.ProcessEnv = { ...process.env, ROBOTS_PROXY_CONFIG: undefined, ...options.env };
   if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete env['ROBOTS_PROXY_CONFIG'];
   return runNode(['--import', tsx, cli, ...args], { ...options, env });
@@ -32,11 +33,11 @@ export function runCli(args: string[], options: { stdin?: string | Buffer; cwd?:
 
 /**
  * Runs `node ...nodeArgs` (this Node's executable) to its end.
- * @param options.stdin written to its standard input (a string as UTF-8, a Buffer as its bytes; default: nothing, closed).
+ * @param options.stdin written to its standard input (a string as UTF-8, a Buffer as its bytes, a stream piped; default: nothing, closed).
  * @param options.cwd working directory (default: the repository root).
  * @param options.env its whole environment (default: this process's).
  */
-export function runNode(nodeArgs: string[], options: { stdin?: string | Buffer; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+export function runNode(nodeArgs: string[], options: { stdin?: string | Buffer | Readable; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, nodeArgs, { cwd: options.cwd ?? root, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -45,6 +46,12 @@ export function runNode(nodeArgs: string[], options: { stdin?: string | Buffer; 
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(options.stdin ?? '');
+    const stdin = options.stdin ?? '';
+    if (typeof stdin === 'string' || Buffer.isBuffer(stdin)) child.stdin.end(stdin);
+    else {
+      // A child that stops reading (exits early) must not fail the writer.
+      child.stdin.on('error', () => undefined);
+      stdin.pipe(child.stdin);
+    }
   });
 }

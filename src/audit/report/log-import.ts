@@ -12,7 +12,6 @@
 import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { AccessEntry } from '../access-entry.js';
 import { ACCESS_LOG_MESSAGE } from '../access-log.js';
@@ -22,6 +21,7 @@ import { DECISION_REASONS, type Decision, type DecisionReason, type SnapshotInfo
 import { systemClock } from '../../clock.js';
 import { LedgerError } from '../../errors.js';
 import { LedgerReader } from './ledger-reader.js';
+import { boundedLines } from '../../bounded-lines.js';
 
 /** Longest log line read, characters; a longer one is counted as bad (access lines are capped far below). */
 const MAX_LINE_CHARS = 1_048_576;
@@ -140,7 +140,8 @@ export function fetchFromRobotsLine(line: Json): RobotsFetchRecord | undefined {
 
 /** Reads the lines of one source (a file, or `-` for standard input) into the ledger. */
 async function importSource(name: string, input: Readable, ledger: Ledger, counts: LogImportCounts, fetches: RobotsFetchRecord[]): Promise<void> {
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  // A line past the bound is skipped as it arrives (readline held it whole: a RangeError past 512 Mi characters).
+  const lines = boundedLines(input, MAX_LINE_CHARS);
   let lineNumber = 0;
   let sinceFlush = 0;
   const bad = (): void => {
@@ -150,11 +151,11 @@ async function importSource(name: string, input: Readable, ledger: Ledger, count
   for await (const text of lines) {
     lineNumber++;
     counts.lines++;
-    if (text.trim() === '') continue;
-    if (text.length > MAX_LINE_CHARS) {
+    if (typeof text !== 'string') {
       bad();
       continue;
     }
+    if (text.trim() === '') continue;
     let record: unknown;
     try {
       record = JSON.parse(text);

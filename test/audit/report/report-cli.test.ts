@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli as runCliProcess } from '../../helpers/cli.js';
+import { longLineThen } from '../../helpers/long-line.js';
 import { startOrigin, type TestOrigin } from '../../helpers/harness.js';
 import { startProxyProcess } from '../../helpers/processes.js';
 import { openReadOnly, sendMany, tempDir, UA } from '../ledger/support.js';
@@ -97,6 +98,14 @@ describe('robots-proxy report', () => {
     // The log has no robots.txt bodies and no crawl-delays: everything else about each origin is the same.
     assert.deepEqual(without(a.tables['origins']!.rows, 'crawlDelays'), without(b.tables['origins']!.rows, 'crawlDelays'));
     assert.deepEqual(without(a.tables['robots-versions']!.rows, 'id', 'body'), without(b.tables['robots-versions']!.rows, 'id', 'body'));
+  });
+
+  it('counts a line longer than any string as unreadable and reads the lines after it (no RangeError stack trace)', { timeout: 300_000 }, async () => {
+    const r = await runCliProcess(['report', '--from-logs', '-', '--since', '1h', '--json'], { stdin: longLineThen(`${logLines.join('\n')}\n`) });
+    assert.doesNotMatch(r.stderr, /RangeError|at .*:\d+:\d+/, r.stderr);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, / 1 unreadable \(first: \(stdin\):1\)/, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'], 9, 'the lines after the long one are read');
   });
 
   it('reads standard input with "-"', async () => {
