@@ -9,8 +9,9 @@
 import './v8-flags.js';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { runCheckFiles, runJsonl } from './check.js';
+import { parseCommandArgs } from './cli-args.js';
 import { ProxyError, UsageError } from './errors.js';
 
 /** Environment variable naming the config file used when `--config` is not given. */
@@ -147,29 +148,6 @@ const configOptions = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
-/**
- * `parseArgs` with Node's messages turned into ours: "unknown option --x; run
- * robots-proxy COMMAND --help" rather than Node's advice about `--`.
- * @throws {UsageError}
- */
-function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options']>>(command: string, args: string[], options: O, allowPositionals = false) {
-  try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
-  } catch (err) {
-    const code = (err as { code?: string }).code ?? '';
-    if (!code.startsWith('ERR_PARSE_ARGS')) throw err;
-    const quoted = /'([^']*)'/.exec((err as Error).message)?.[1] ?? '';
-    const what =
-      code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
-        ? `unknown option ${quoted}`
-        : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
-          ? `unexpected argument ${JSON.stringify(quoted)}`
-          : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
-            ? `option ${/--[\w-]+/.exec(quoted)?.[0] ?? quoted} ${quoted.includes('<value>') ? 'needs a value' : 'takes no value'}`
-            : (err as Error).message;
-    throw new UsageError(`${command}: ${what}; run "robots-proxy ${command} --help"`, { cause: err });
-  }
-}
 
 /**
  * A reader of stdout that left (`robots-proxy report --json | head -1`) makes the next write fail with

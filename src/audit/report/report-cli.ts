@@ -4,7 +4,7 @@
  * from JSON access-log files (`--from-logs`). Extension, not in RFC 9309.
  */
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from '../../cli-args.js';
 import { UsageError } from '../../errors.js';
 import { LedgerReader } from './ledger-reader.js';
 import { buildReport, diffsOfChangedVersions, type ReportData, type VersionDiff } from './report-data.js';
@@ -42,11 +42,10 @@ export interface ReportCommandDeps {
  * @throws {UsageError} for bad arguments; {@link LedgerError} when the ledger cannot be read.
  */
 export async function runReportCommand(args: string[], deps: ReportCommandDeps): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandArgs(
+    'report',
     args,
-    allowPositionals: true,
-    strict: true,
-    options: {
+    {
       config: { type: 'string', short: 'c' },
       ledger: { type: 'string' },
       'from-logs': { type: 'boolean' },
@@ -60,7 +59,8 @@ export async function runReportCommand(args: string[], deps: ReportCommandDeps):
       json: { type: 'boolean' },
       out: { type: 'string', short: 'o' },
     },
-  });
+    true,
+  );
   const params = new URLSearchParams();
   if (values.since !== undefined) params.set('range', values.since);
   for (const key of ['from', 'to', 'identity', 'token', 'origin', 'limit'] as const) {

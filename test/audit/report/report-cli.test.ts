@@ -123,4 +123,16 @@ describe('robots-proxy report', () => {
     assert.match(missing.stderr, /cannot open the ledger .*nope\.sqlite/);
     assert.match(missing.stderr, /run `robots-proxy serve` with the same config, or name the file with --ledger/, 'it says how the file comes to exist');
   });
+
+  it('answers an unknown option, a missing value and a value given to a flag as the other commands do: exit 2, our words', async () => {
+    const cases: [string[], string][] = [
+      [['report', '--bogus'], 'robots-proxy: report: unknown option --bogus; run "robots-proxy report --help"\n'],
+      [['report', '--limit'], 'robots-proxy: report: option --limit needs a value; run "robots-proxy report --help"\n'],
+      [['report', '--json=yes'], 'robots-proxy: report: option --json takes no value; run "robots-proxy report --help"\n'],
+    ];
+    for (const [args, stderr] of cases) {
+      const r = await runCli(args);
+      assert.deepEqual({ code: r.code, stderr: r.stderr }, { code: 2, stderr }, args.join(' '));
+    }
+  });
 });
