@@ -42,6 +42,7 @@ export interface WriteCredentialOptions {
  * The existing file's mode (and owner, when it is not this user's) is kept.
  * @throws {UsageError} for a bad user, identity, cost or password (empty, over 72 bytes), a
  *   user to remove that is not there, an existing file the proxy could not read (its line named),
+ *   FILE that exists and is not a regular file (a directory, a device),
  *   `FILE.tmp` still there after {@link LOCK_WAIT_MS} (another run, or a stale one: named), or an
  *   owner this user cannot give the new file.
  */
@@ -57,6 +58,10 @@ export async function writeCredential(file: string, user: string, password: stri
     if (password === '') throw new UsageError('passwd: the password is empty');
     if (Buffer.byteLength(password) > MAX_PASSWORD_BYTES) throw new UsageError(`passwd: the password is longer than ${MAX_PASSWORD_BYTES} bytes, which bcrypt would cut`);
   }
+  // Checked before anything is created next to it: a directory or a device (`/dev/null`) would be
+  // read to no end or, renamed over as root, replaced by a regular file.
+  const before = statIfExists(file);
+  if (before !== undefined && !before.isFile()) throw new UsageError(`passwd: ${file} is not a regular file; FILE is the credentials file to write`);
   // Hashed before the lock is taken: bcrypt takes seconds at high costs, and the lock is held only to read and write.
   const hash = password === null ? undefined : await bcrypt.hash(password, cost);
   const temporary = `${file}.tmp`;

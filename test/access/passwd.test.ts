@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -52,6 +52,15 @@ test('passwd creates a missing file 0600 and refuses bad input with exit code 2'
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /plain:1: user "carol" has no bcrypt hash/);
   assert.doesNotMatch(refused.stderr, /hunter2/);
+});
+
+test('passwd refuses a FILE that is a directory (or a device: /dev/null, never read or renamed over) with exit 2, creating nothing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-passwd-'));
+  const file = join(dir, 'users');
+  mkdirSync(file);
+  const r = await runCli(['passwd', file, 'alice', '--cost', '4'], { stdin: 'a password\n' });
+  assert.deepEqual({ code: r.code, stderr: r.stderr }, { code: 2, stderr: `robots-proxy: passwd: ${file} is not a regular file; FILE is the credentials file to write\n` });
+  assert.deepEqual(readdirSync(dir), ['users'], 'no FILE.tmp left');
 });
 
 test('passwd never writes through a file or symlink at FILE.tmp, names it, and leaves it alone', async () => {
