@@ -131,44 +131,80 @@ function fieldKindOf(lower: string): FieldKind {
  * the last value it came with: the same bytes again give back the same strings, with no string
  * made and no lower-casing (issue 11: the few names and values an origin sends on every response,
  * `Content-Type: text/html`, `Content-Length: 96`, `Connection: keep-alive`, a `Date` that changes
- * once a second).
+ * once a second). Name and value are compared as 32-bit words ({@link wordsHold}), not character
+ * by character.
  */
 interface KnownName {
   readonly name: string;
+  /** The name's bytes as little-endian 32-bit words, the last one padded with zero bytes ({@link fillWords}). */
+  readonly words: Int32Array;
   readonly kind: FieldKind;
   /** The last value of this name turned into a string (at most {@link MAX_REUSED_VALUE_BYTES}), or ''. */
   lastValue: string;
+  /** {@link lastValue}'s bytes as words, like {@link words}; refilled in place when the value changes. */
+  readonly valueWords: Int32Array;
 }
 
 /** Longest name kept in {@link knownNames}, bytes. */
 const MAX_KNOWN_NAME_BYTES = 40;
 /** Names kept per length: past it, a new name takes the place of an older one in turn. */
 const MAX_KNOWN_NAMES_PER_LENGTH = 8;
-/** Longest value reused from {@link KnownName.lastValue}, bytes (a `Date` is 29). */
+/** Longest value reused from {@link KnownName.lastValue}, bytes (a `Date` is 29); a multiple of 4. */
 const MAX_REUSED_VALUE_BYTES = 64;
 /** The names met, by byte length; bounded (at most 8 × 40 names of at most 40 bytes, each with one value of at most 64). */
 const knownNames: KnownName[][] = Array.from({ length: MAX_KNOWN_NAME_BYTES + 1 }, () => []);
 let nextEvicted = 0;
 
-/** True when `bytes` hold exactly the characters of `text` (latin1: one byte each); `bytes.length === text.length` is the caller's. */
-function holds(bytes: Buffer, text: string): boolean {
-  for (let i = 0; i < text.length; i++) if (bytes[i] !== text.charCodeAt(i)) return false;
-  return true;
+/** The word of `bytes[from, to)` (1 to 4 bytes), little-endian, the missing high bytes zero. */
+function tailWord(bytes: Uint8Array, from: number, to: number): number {
+  let word = 0;
+  for (let shift = 0; from < to; from++, shift += 8) word |= (bytes[from] as number) << shift;
+  return word;
+}
+
+/**
+ * True when `bytes` are the bytes whose words {@link fillWords} wrote into `words`, for a `words`
+ * made from exactly `bytes.length` bytes (the length is the caller's check). Four bytes a step:
+ * a string's `charCodeAt` costs V8 several times a typed array's load (issue 11).
+ */
+function wordsHold(bytes: Uint8Array, words: Int32Array): boolean {
+  const length = bytes.length;
+  const whole = length & ~3;
+  let w = 0;
+  let i = 0;
+  for (; i < whole; i += 4, w++) {
+    const word = (bytes[i] as number) | ((bytes[i + 1] as number) << 8) | ((bytes[i + 2] as number) << 16) | ((bytes[i + 3] as number) << 24);
+    if (word !== words[w]) return false;
+  }
+  return i === length || tailWord(bytes, i, length) === words[w];
+}
+
+/** Writes the words of `bytes` (all of them) into `words`, which has room for `(bytes.length + 3) >> 2`. */
+function fillWords(bytes: Uint8Array, words: Int32Array): void {
+  const length = bytes.length;
+  let w = 0;
+  for (let i = 0; i < length; i += 4, w++) words[w] = tailWord(bytes, i, Math.min(i + 4, length));
+}
+
+/** A name kept with its words and no value yet. */
+function knownName(name: string, bytes: Uint8Array): KnownName {
+  const words = new Int32Array((bytes.length + 3) >> 2);
+  fillWords(bytes, words);
+  return { name, words, kind: fieldKindOf(name.toLowerCase()), lastValue: '', valueWords: new Int32Array(MAX_REUSED_VALUE_BYTES >> 2) };
 }
 
 /** The {@link KnownName} of a raw name (a `Buffer` as received, or a string): found by its bytes, else made and kept. */
 function knownNameOf(field: Buffer | string): KnownName {
-  if (typeof field === 'string') return { name: field, kind: fieldKindOf(field.toLowerCase()), lastValue: '' };
+  if (typeof field === 'string') return knownName(field, Buffer.from(field, 'latin1'));
   const length = field.length;
   const sameLength = length <= MAX_KNOWN_NAME_BYTES ? knownNames[length] : undefined;
   if (sameLength !== undefined) {
     for (let i = 0; i < sameLength.length; i++) {
       const known = sameLength[i] as KnownName;
-      if (holds(field, known.name)) return known;
+      if (wordsHold(field, known.words)) return known;
     }
   }
-  const name = field.toString('latin1');
-  const known: KnownName = { name, kind: fieldKindOf(name.toLowerCase()), lastValue: '' };
+  const known = knownName(field.toString('latin1'), field);
   if (sameLength !== undefined) {
     if (sameLength.length < MAX_KNOWN_NAMES_PER_LENGTH) sameLength.push(known);
     else sameLength[nextEvicted++ % MAX_KNOWN_NAMES_PER_LENGTH] = known;
@@ -179,10 +215,13 @@ function knownNameOf(field: Buffer | string): KnownName {
 /** A raw value as a string (latin1: one character per byte, as Node writes a head back): the name's last value when the bytes are the same. */
 function valueOf(known: KnownName, field: Buffer | string): string {
   if (typeof field === 'string') return field;
-  const last = known.lastValue;
-  if (field.length === last.length && holds(field, last)) return last;
+  const length = field.length;
+  if (length === known.lastValue.length && wordsHold(field, known.valueWords)) return known.lastValue;
   const value = field.toString('latin1');
-  if (value.length <= MAX_REUSED_VALUE_BYTES) known.lastValue = value;
+  if (length <= MAX_REUSED_VALUE_BYTES) {
+    known.lastValue = value;
+    fillWords(field, known.valueWords);
+  }
   return value;
 }
 

@@ -11,7 +11,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { flatJoin } from './flat-string.js';
 
 /** Response header that carries the request id. Namespaced: an upstream's or client's `X-Request-Id` is never overwritten. */
 export const REQUEST_ID_HEADER = 'x-robots-proxy-request-id';
@@ -19,15 +18,45 @@ export const REQUEST_ID_HEADER = 'x-robots-proxy-request-id';
 /** The client's own request id header, logged as `clientRequestId` (never used as ours). */
 const CLIENT_REQUEST_ID_HEADER = 'x-request-id';
 
+/** Character codes of base-36 digits. */
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const DIGIT_A = 0x61;
+const DIGIT_Z = 0x7a;
+
 /**
  * Makes an id generator.
  * @param prefix the per-process part; by default 12 random hex digits.
  * @returns a function giving `<prefix>-<counter in base 36>`, the counter starting at 1.
  */
 export function createRequestIdGenerator(prefix: string = randomBytes(6).toString('hex')): () => string {
-  let counter = 0;
-  // Flat, not a rope: the id is a response header's value, which Node checks with a regular expression (flat-string.ts).
-  return () => flatJoin([prefix, (++counter).toString(36)], '-');
+  // The id's character codes, the counter's base-36 digits last, counted up in place: one
+  // `String.fromCharCode` per id, which writes a flat string (never a rope: the id is a response
+  // header's value, which Node checks with a regular expression, flat-string.ts) at a fraction
+  // of `[prefix, counter.toString(36)].join('-')`'s cost (issue 11).
+  const codes: number[] = [];
+  for (let i = 0; i < prefix.length; i++) codes.push(prefix.charCodeAt(i));
+  codes.push(0x2d); // '-'
+  const firstDigit = codes.length;
+  codes.push(DIGIT_0);
+  return () => {
+    let i = codes.length - 1;
+    for (;;) {
+      const code = codes[i] as number;
+      if (code === DIGIT_Z) {
+        codes[i] = DIGIT_0; // carry into the next digit up
+        if (i === firstDigit) {
+          codes.splice(firstDigit, 0, DIGIT_0 + 1);
+          break;
+        }
+        i--;
+        continue;
+      }
+      codes[i] = code === DIGIT_9 ? DIGIT_A : code + 1;
+      break;
+    }
+    return String.fromCharCode.apply(undefined, codes);
+  };
 }
 
 /** This process's generator. */

@@ -111,6 +111,51 @@ describe('forwardableResponseFields (a raw response head, RFC 9110 §7.6)', () =
     const value = 'v'.repeat(500);
     assert.deepEqual(forwardableResponseFields(rawOf(long, value), '1.1', 'p'), [long, value, 'via', '1.1 p']);
   });
+
+  it('tells names and values apart that differ in one byte anywhere (case only, a latin1 byte, the last of a partial word), at every length', () => {
+    // The names and values met are compared four bytes at a time (headers.ts); every byte counts,
+    // the high bit of each word's top byte and the bytes of a last, partial word included.
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const variantsOf = (base: string): string[] => {
+      const out = [base];
+      for (let at = 0; at < base.length; at++) {
+        const code = base.charCodeAt(at);
+        const upper = String.fromCharCode(code).toUpperCase();
+        for (const c of [upper === base[at] ? String.fromCharCode(code).toLowerCase() : upper, '\xe9', '\xff', '\x80', String.fromCharCode(code ^ 0x80)]) {
+          if (c !== base[at]) out.push(base.slice(0, at) + c + base.slice(at + 1));
+        }
+      }
+      return out;
+    };
+    for (let length = 1; length <= 44; length++) {
+      // Names that are never hop-by-hop (`x` first), of one length; values of the same length as each other.
+      const name = `x${'abcdefghijklmnopqrstuvwxyz0123456789-abcdefghij'.slice(0, length - 1)}`;
+      const names = variantsOf(name).filter((n) => n[0] === 'x' || n[0] === 'X' || n[0] === '\xe9' || n[0] === '\xff' || n[0] === '\x80');
+      const values = variantsOf(`v${'0123456789 abcdefghijklmnopqrstuvwxyz/;=,.'.slice(0, length - 1)}`);
+      for (let step = 0; step < 3 * names.length; step++) {
+        const n = names[random(names.length)] as string;
+        const m = names[random(names.length)] as string;
+        const v = values[random(values.length)] as string;
+        const w = values[random(values.length)] as string;
+        assert.deepEqual(forwardableResponseFields(rawOf(n, v, m, w), '1.1', 'p'), [n, v, m, w, 'via', '1.1 p'], `length ${length}: ${n}: ${v}, ${m}: ${w}`);
+      }
+    }
+    // Values that are prefixes of each other (cut at every length, so at and between word boundaries), in any order.
+    const long = 'max-age=600, public, stale-while-revalidate=30, must-revalidate';
+    for (let step = 0; step < 400; step++) {
+      const v = long.slice(0, 1 + random(long.length));
+      assert.deepEqual(forwardableResponseFields(rawOf('Cache-Control', v), '1.1', 'p'), ['Cache-Control', v, 'via', '1.1 p']);
+    }
+    // Names of one length, hop-by-hop or not, in turn: `Connection`/`Keep-Alive`/`X-Abcdefgh` (10), `TE`/`te`/`XY` (2).
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(forwardableResponseFields(rawOf('Keep-Alive', 'timeout=5', 'X-Abcdefgh', 'keep-alive', 'Connection', 'X-Abcdefgh', 'XY', '1', 'te', 'trailers', 'TE', 'x'), '1.1', 'p'), ['XY', '1', 'via', '1.1 p']);
+      assert.deepEqual(forwardableResponseFields(rawOf('X-Abcdefgh', 'keep-alive', 'Connection', 'keep-alive', 'Xy', 'timeout=5'), '1.1', 'p'), ['X-Abcdefgh', 'keep-alive', 'Xy', 'timeout=5', 'via', '1.1 p']);
+    }
+  });
 });
 
 describe('upstreamRequestFields (the request head sent upstream)', () => {

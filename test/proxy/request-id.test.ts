@@ -46,6 +46,24 @@ describe('createRequestIdGenerator', () => {
   });
 });
 
+describe('createRequestIdGenerator counting up', () => {
+  it('spells the counter as toString(36) does across every digit rollover (9 to a, z to 10, zz to 100, zzz to 1000)', () => {
+    // The counter is counted up in place as base-36 digit codes (request-id.ts); the id must stay `prefix-counter.toString(36)`.
+    const next = createRequestIdGenerator('0123456789ab');
+    for (let counter = 1; counter <= 50_000; counter++) {
+      const id = next();
+      if (id !== `0123456789ab-${counter.toString(36)}`) assert.fail(`id ${counter}: ${id}`);
+    }
+    // Any prefix is kept as given, a non-latin1 one included; two generators count on their own.
+    const a = createRequestIdGenerator('z');
+    const b = createRequestIdGenerator('\u00e9\u4e2d-9');
+    for (let counter = 1; counter <= 1300; counter++) {
+      assert.equal(a(), `z-${counter.toString(36)}`);
+      assert.equal(b(), `\u00e9\u4e2d-9-${counter.toString(36)}`);
+    }
+  });
+});
+
 describe('request id on every response path', () => {
   let origin: TestOrigin;
   let wsOrigin: http.Server;

@@ -23,6 +23,16 @@ describe('originOf and pathAndQueryOf', () => {
       'http://a.example/?',
       'http://a.example/a%2Fb/../c?x=//y#frag',
       `http://a.example/${'long-segment/'.repeat(20)}?${'k=v&'.repeat(20)}`,
+      // Path plus query around 13 characters, where it stops being joined by `+` (target-origin.ts).
+      'http://a.example/abcdefghijk',
+      'http://a.example/abcdefghijkl',
+      'http://a.example/abcdefghijklm',
+      'http://a.example/abcdefgh?q=1',
+      'http://a.example/abcdefgh?q=12',
+      'http://a.example/abcdefgh?q=123',
+      'http://a.example/?abcdefghijkl',
+      'http://a.example/?abcdefghijk',
+      'http://a.example/p?',
     ];
     for (const text of urls) {
       const url = new URL(text);
@@ -46,6 +56,13 @@ describe('originOf and pathAndQueryOf', () => {
         }
       }
       for (let port = 1; port < 6000; port += 1) texts.push(`${scheme}://127.0.0.1:${port}/page/1?q=1`);
+    }
+    // An origin of the same length and slot as a kept one, whose path holds the kept one: not taken for it.
+    for (let round = 0; round < 2; round++) {
+      for (const text of ['http://a.example:8080/x', 'http://b.example:8080/http://a.example:8080/', 'http://b.example:8080/?http://a.example:8080']) {
+        const url = new URL(text);
+        assert.equal(originOf(url), url.origin, text);
+      }
     }
     // Three passes in different orders: each origin met first, again, and after others took its slot.
     for (const pass of [texts, [...texts].reverse(), texts.filter((_, i) => i % 3 === 0).concat(texts.filter((_, i) => i % 3 !== 0))]) {
