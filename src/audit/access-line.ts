@@ -39,7 +39,7 @@ import {
 import { createIsoWriter } from './iso-time.js';
 import { ConstantBytes, utf8Bytes, type LineBuffer } from './line-buffer.js';
 import { LineStretch, keepItems, sameItems } from './line-stretch.js';
-import { SAFE_RECORD, bindingsOf, encodedLineSinkOf } from './logger.js';
+import { SAFE_RECORD, bindingsOf, encodedLineSinkOf, type EncodedLineSink } from './logger.js';
 
 /** Every key of `T`, listed once: `true` when `List` names them all, else a type error at the use. */
 type ListsEveryKey<T, List extends readonly (keyof T)[]> = Exclude<keyof T, List[number]> extends never ? true : { missing: Exclude<keyof T, List[number]> };
@@ -769,6 +769,44 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
 }
 
 /**
+ * What {@link writeAccessLog} reads of a logger, read once per logger rather than per line: pino's
+ * logger is reached through symbol-keyed properties that V8 loads megamorphically (issue 11,
+ * ~550 instructions a line). The destination never changes for a logger; its level does, and
+ * pino emits `level-change` on the logger at every level set (`logger.level = ...`, as a config
+ * reload does), which reads it again. The bindings are still read per line (`setBindings` emits
+ * nothing).
+ */
+interface AccessLogTarget {
+  readonly logger: Logger;
+  /** `logger.isLevelEnabled('info')`, as of the last `level-change`. */
+  isInfoEnabled: boolean;
+  /** `encodedLineSinkOf(logger)`. */
+  readonly sink: EncodedLineSink | undefined;
+}
+
+/** The target of the logger last written to (one process logger: a hit on every line). */
+let lastTarget: AccessLogTarget | undefined;
+/** Every logger's target, each made once (its `level-change` listener added once). */
+const targets = new WeakMap<Logger, AccessLogTarget>();
+
+/** The {@link AccessLogTarget} of `logger`, made (and its level followed) at its first use. */
+function accessLogTargetOf(logger: Logger): AccessLogTarget {
+  const last = lastTarget;
+  if (last !== undefined && last.logger === logger) return last;
+  let target = targets.get(logger);
+  if (target === undefined) {
+    const made: AccessLogTarget = { logger, isInfoEnabled: logger.isLevelEnabled('info'), sink: encodedLineSinkOf(logger) };
+    logger.on('level-change', () => {
+      made.isInfoEnabled = logger.isLevelEnabled('info');
+    });
+    targets.set(logger, made);
+    target = made;
+  }
+  lastTarget = target;
+  return target;
+}
+
+/**
  * Writes the one access log line of a finished request at level `info` with
  * message {@link ACCESS_LOG_MESSAGE}, encoded straight into the logger's
  * destination ({@link encodeAccessLine}), so it is ordered with the process's
@@ -783,8 +821,9 @@ export function encodeAccessLine(out: LineBuffer, entry: AccessEntry, bindings: 
  * @param entry the finished request.
  */
 export function writeAccessLog(logger: Logger, entry: AccessEntry): void {
-  if (!logger.isLevelEnabled('info')) return;
-  const sink = encodedLineSinkOf(logger);
+  const target = accessLogTargetOf(logger);
+  if (!target.isInfoEnabled) return;
+  const sink = target.sink;
   if (sink !== undefined) {
     const start = sink.out.length;
     try {

@@ -144,6 +144,42 @@ describe('writeAccessLog', () => {
     assert.equal(line?.msg, 'request');
     assert.equal((line?.decision as { reason: string }).reason, 'rule-disallow');
   });
+
+  it('follows each logger\'s level as it is set (a config reload), and writes to each logger its own lines and bindings, loggers in turn', () => {
+    // The logger's level and destination are read once per logger (access-line.ts), the level again at each `level-change`.
+    const a = new CapturedLines();
+    const b = new CapturedLines();
+    const parent = createLogger({ level: 'info', destination: a });
+    const child = parent.child({ component: 'c' });
+    const other = createLogger({ level: 'warn', destination: b });
+    const foreign = new CapturedLines();
+    const plain = pino({ level: 'info' }, foreign);
+    const count = (lines: CapturedLines): number => lines.records().length;
+    const levels = ['info', 'warn', 'debug', 'error', 'silent', 'info', 'trace'];
+    let expectA = 0;
+    let expectB = 0;
+    let expectForeign = 0;
+    for (let step = 0; step < 28; step++) {
+      const level = levels[step % levels.length] as string;
+      const enabled = level === 'info' || level === 'debug' || level === 'trace';
+      if (step % 4 === 0) parent.level = level;
+      if (step % 4 === 1) child.level = level;
+      if (step % 4 === 2) other.level = level;
+      if (step % 4 === 3) plain.level = level;
+      for (const logger of [parent, child, other, plain, child]) writeAccessLog(logger, makeEntry({ requestId: `r${step}` }));
+      expectA += (parent.isLevelEnabled('info') ? 1 : 0) + (child.isLevelEnabled('info') ? 2 : 0);
+      expectB += other.isLevelEnabled('info') ? 1 : 0;
+      expectForeign += plain.isLevelEnabled('info') ? 1 : 0;
+      assert.equal(count(a), expectA, `step ${step}, level ${level} (${String(enabled)})`);
+      assert.equal(count(b), expectB, `step ${step}`);
+      assert.equal(count(foreign), expectForeign, `step ${step}`);
+    }
+    assert.ok(expectA > 0 && expectB > 0 && expectForeign > 0 && expectA < 28 * 3);
+    // Each line carries its own logger's bindings and the request's id.
+    assert.ok(a.records().every((line) => line.msg === 'request' && (line.component === undefined || line.component === 'c')));
+    assert.ok(a.records().some((line) => line.component === 'c') && a.records().some((line) => line.component === undefined));
+    assert.ok(b.records().every((line) => line.component === undefined && typeof line.requestId === 'string'));
+  });
 });
 
 describe('createIsoFormatter', () => {

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { startProxy, type RunningProxy } from '../../src/main.js';
 import { captureLogs, startOrigin, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
+import { createLogger } from '../../src/audit/logger.js';
+import { CapturedLines } from '../audit/factories.js';
 import { proxyRequest } from '../helpers/proxy-client.js';
 
 /** Writes `<dir>/config.yaml`: listeners on port 0, tunnel mode, then `extra` (YAML) from line 6. */
@@ -207,6 +209,27 @@ describe('RunningProxy.reloadFromFile', () => {
     const body = (await bad.json()) as Record<string, unknown>;
     assert.deepEqual({ error: body['error'], key: body['key'], line: body['line'] }, { error: 'config-invalid', key: 'pacing.minDelay', line: 6 });
     assert.equal(running.currentConfig().pacing.minDelayMs, 50);
+  });
+
+  it('a reloaded log.level starts and stops the access lines of the next requests (the process logger, encoded lines)', async () => {
+    origin = await startOrigin(siteHandler({ robots: 'User-agent: *\nAllow: /\n' }));
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-reload-'));
+    const path = writeConfig(dir, 'log: { level: info }\n');
+    const out = new CapturedLines();
+    proxy = await startProxy(loadConfig(path), { configPath: path, logger: createLogger({ level: 'info', destination: out }) });
+    const port = proxy.proxyAddress.port;
+    const accessLines = (): string[] => out.records().filter((l) => l['msg'] === 'request').map((l) => l['url'] as string);
+    const levels = ['info', 'warn', 'info', 'error', 'debug', 'warn'];
+    const expected: string[] = [];
+    for (const [i, level] of levels.entries()) {
+      writeConfig(dir, `log: { level: ${level} }\n`);
+      if (i > 0) assert.equal(proxy.reloadFromFile().ok, true);
+      const url: string = `${(origin as TestOrigin).url}/page/${i}`;
+      assert.equal((await proxyRequest(port, url)).status, 200);
+      if (level === 'info' || level === 'debug') expected.push(url);
+    }
+    proxy.logger.flush();
+    assert.deepEqual(accessLines(), expected);
   });
 
   it('refuses to reload once a stop has begun', async () => {
