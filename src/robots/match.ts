@@ -56,6 +56,30 @@ export interface GroupSelection {
   productToken: string | undefined;
 }
 
+/** How many product tokens {@link lowerCaseToken} keeps (a power of two): a few bots' tokens in turn. */
+const LOWER_CASE_SLOTS = 8;
+/** The tokens lower-cased lately, each beside its lower case; '' in an empty slot (an empty token is never looked up). */
+const tokensKept: string[] = new Array<string>(LOWER_CASE_SLOTS).fill('');
+const lowerCasesKept: string[] = new Array<string>(LOWER_CASE_SLOTS).fill('');
+let nextTokenSlot = 0;
+
+/**
+ * `token.toLowerCase()`, and for a token met lately (the same string, or an equal one) the same
+ * string object as before: a request's tokens come from a User-Agent the pipeline parses once
+ * (the same strings on every request), and a lower case made once keeps the hash V8 computed at
+ * its first `groupsByToken` look-up, where a fresh one is lowered and hashed again on every
+ * request (issue 11). Bounded: {@link LOWER_CASE_SLOTS} tokens, the oldest replaced.
+ */
+function lowerCaseToken(token: string): string {
+  for (let i = 0; i < LOWER_CASE_SLOTS; i++) if (tokensKept[i] === token) return lowerCasesKept[i] as string;
+  const lower = token.toLowerCase();
+  const slot = nextTokenSlot;
+  tokensKept[slot] = token;
+  lowerCasesKept[slot] = lower;
+  nextTokenSlot = (slot + 1) & (LOWER_CASE_SLOTS - 1);
+  return lower;
+}
+
 /**
  * Chooses the group for a request (RFC 9309 §2.2.1): the first candidate
  * product token, in the order given, that a group names; else the `*`
@@ -72,7 +96,7 @@ export interface GroupSelection {
 export function selectGroup(robots: RobotsTxt, productTokens: readonly string[]): GroupSelection {
   for (const token of productTokens) {
     if (token.length === 0 || token === '*') continue;
-    const group = robots.groupsByToken.get(token.toLowerCase());
+    const group = robots.groupsByToken.get(lowerCaseToken(token));
     if (group !== undefined) return { group, productToken: token };
   }
   return { group: robots.groupsByToken.get('*'), productToken: undefined };

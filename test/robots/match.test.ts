@@ -277,3 +277,29 @@ describe('one verdict for every spelling of a URL (RFC 9309 §2.2.2, §2.2.3; is
     assert.equal(normalisePattern('/a|b'), '/a%7Cb');
   });
 });
+
+describe('selectGroup with many bots in turn (lower cases kept, match.ts)', () => {
+  it('chooses each request its own group, by any spelling of its tokens, with more bots in turn than tokens kept', () => {
+    // 20 groups, one per bot; the lower case of a token is kept for a few tokens only, so these are
+    // lowered afresh, found again, and taken over by others as the requests go round.
+    const names = Array.from({ length: 20 }, (_, i) => `Bot${String.fromCharCode(65 + i)}x`);
+    const robots = parseRobotsTxt(names.map((name, i) => `User-agent: ${name}\nDisallow: /only-${i}\n`).join('\n'));
+    const spellings = (name: string): string[] => [name, name.toLowerCase(), name.toUpperCase(), `${name.slice(0, 3).toLowerCase()}${name.slice(3).toUpperCase()}`];
+    let seed = 11;
+    for (let step = 0; step < 2000; step++) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      const i = seed % (step < 1000 ? 5 : names.length); // a few bots first (kept), then all of them
+      const spelling = spellings(names[i] as string)[(seed >> 8) % 4] as string;
+      // A token as a request carries it: a fresh string, or the same object again.
+      const token = step % 2 === 0 ? spelling : `${spelling} `.trimEnd();
+      const chosen = selectGroup(robots, ['Unknown', token, 'Mozilla']);
+      assert.equal(chosen.productToken, token, `step ${step}`);
+      assert.equal(chosen.group?.productToken, names[i], `step ${step}: ${token}`);
+      assert.equal(evaluate(robots, [token], `/only-${i}`).allowed, false);
+      assert.equal(evaluate(robots, [token], `/only-${(i + 1) % names.length}`).allowed, true);
+    }
+    // No group named: the `*` group or none.
+    assert.equal(selectGroup(robots, ['Unknown', 'Mozilla']).group, undefined);
+    assert.equal(selectGroup(parseRobotsTxt('User-agent: *\nDisallow: /\n'), ['BotAx']).productToken, undefined);
+  });
+});
