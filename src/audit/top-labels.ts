@@ -24,6 +24,18 @@ export class TopLabels {
   readonly #capacity: number;
   readonly #counts = new Map<string, number>();
   readonly #labelled = new Set<string>();
+  /**
+   * The value {@link labelOf} was last asked about, its label then, and its uses since that are not
+   * in {@link #counts} yet (a run of one bot's requests costs a comparison each, not three
+   * look-ups: issue 11). The label holds until the next {@link rebalance}: between two, the
+   * labelled set only grows, and only while it has room, which an unlabelled value's answer
+   * already saw it had not. `undefined`: nothing kept (at start and after each rebalance).
+   */
+  #lastValue: string | undefined = undefined;
+  #lastLabel = OTHER_LABEL;
+  /** Uses of {@link #lastValue} not yet added to its count; stays 0 when the value is not counted (past capacity). */
+  #lastUses = 0;
+  #isLastCounted = false;
 
   /**
    * @param size N, the values with a label of their own (>= 1).
@@ -36,15 +48,35 @@ export class TopLabels {
 
   /** The label for `value` (itself, or {@link OTHER_LABEL}), counting one use. O(1). */
   labelOf(value: string): string {
+    if (value === this.#lastValue) {
+      if (this.#isLastCounted) this.#lastUses++;
+      return this.#lastLabel;
+    }
+    this.#addLastUses();
     const count = this.#counts.get(value);
+    let isCounted = true;
     if (count !== undefined) this.#counts.set(value, count + 1);
     else if (this.#counts.size < this.#capacity) this.#counts.set(value, 1);
-    if (this.#labelled.has(value)) return value;
-    if (this.#labelled.size < this.#size && value !== OTHER_LABEL) {
+    else isCounted = false;
+    let label: string = OTHER_LABEL;
+    if (this.#labelled.has(value)) label = value;
+    else if (this.#labelled.size < this.#size && value !== OTHER_LABEL) {
       this.#labelled.add(value);
-      return value;
+      label = value;
     }
-    return OTHER_LABEL;
+    this.#lastValue = value;
+    this.#lastLabel = label;
+    this.#isLastCounted = isCounted;
+    return label;
+  }
+
+  /** Adds the last value's uses not yet counted to its count. */
+  #addLastUses(): void {
+    const uses = this.#lastUses;
+    if (uses === 0) return;
+    this.#lastUses = 0;
+    const value = this.#lastValue as string;
+    this.#counts.set(value, (this.#counts.get(value) ?? 0) + uses);
   }
 
   /** True when `value` has a label of its own now. */
@@ -57,6 +89,8 @@ export class TopLabels {
    * tie), then halves every count and forgets those that reach 0. O(capacity log capacity).
    */
   rebalance(): Rebalance {
+    this.#addLastUses();
+    this.#lastValue = undefined;
     const ranked = [...this.#counts].sort((a, b) => b[1] - a[1] || Number(this.#labelled.has(b[0])) - Number(this.#labelled.has(a[0])));
     const top = new Set(ranked.slice(0, this.#size).map(([value]) => value));
     const removed = [...this.#labelled].filter((value) => !top.has(value) && this.#counts.has(value));

@@ -192,7 +192,8 @@ export class RobotsCache {
    * Never throws: a store failure is left for `get` to log.
    */
   getFresh(origin: string): CachedRobotsSnapshot | undefined {
-    if (this.#isStoreAsync || this.#inFlight.has(origin)) return undefined;
+    // The sizes first: both are empty nearly always, and a look-up costs more than a size (issue 11).
+    if (this.#isStoreAsync || (this.#inFlight.size !== 0 && this.#inFlight.has(origin))) return undefined;
     let entry: ReturnType<SnapshotStore['get']>;
     try {
       entry = this.#store.get(origin);
@@ -205,7 +206,7 @@ export class RobotsCache {
       void entry.catch(() => undefined);
       return undefined;
     }
-    if (entry === undefined || this.#clock.nowMs() >= nextFetchAtMs(entry.snapshot) || this.#stale.has(origin)) return undefined;
+    if (entry === undefined || this.#clock.nowMs() >= nextFetchAtMs(entry.snapshot) || (this.#stale.size !== 0 && this.#stale.has(origin))) return undefined;
     this.#counts.hits++;
     return entry.snapshot;
   }
