@@ -309,15 +309,35 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
         })
       : undefined;
   warnIfHostsDeprecated(config, logger);
+  // Before the robots cache: a robots.txt answered 429/503 pauses the origin's pages (below).
+  const localPacer = new Pacer(pacingOptionsOf(config), clock);
+  const pacer: RequestPacer = fleetState
+    ? new FleetPacer(localPacer, {
+        slots: fleetState.slots,
+        fleetSize: config.state.fleetSize,
+        onUnavailable: config.state.redis.onUnavailable,
+        pacing: pacingOptionsOf(config),
+        clock,
+        onFallback: (kind) => metrics?.observeFleetFallback(kind),
+      })
+    : localPacer;
   const robotsCache = new RobotsCache({
     fetch: async (origin, context) => {
-      const { snapshot, body } = await fetcher.fetchWithBody(origin, context);
+      const { snapshot, body, retryAfter } = await fetcher.fetchWithBody(origin, context);
       metrics?.observeRobotsFetch(snapshot.info);
+      // Once per real fetch (a cached snapshot pauses nothing): an origin that answers its robots.txt
+      // 429/503 must not then get the pages at full speed, whether they are disallowed (enforce),
+      // forwarded anyway (report mode, an operator allow rule) or allowed by a kept snapshot
+      // (RFC 9309 §2.3.1.4; DESIGN.md "Pacing semantics"); for a fleet, every instance pauses.
+      const pausedUntilMs = pacer.applyOverload(origin, { status: snapshot.info.status, retryAfter });
       // The content hash goes to the log too, so `report --from-logs` sees which fetches changed the file.
       const sha256 = body === null ? null : contentHashOf(body);
       ledger?.recordRobotsFetch({ origin, snapshot, body, ...(sha256 === null ? {} : { sha256 }) });
       // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
-      logger.info({ event: 'robots-fetch', origin, robots: snapshot.info, sha256, warnings: snapshot.robots?.warnings ?? [] }, 'robots.txt fetched');
+      logger.info(
+        { event: 'robots-fetch', origin, robots: snapshot.info, sha256, warnings: snapshot.robots?.warnings ?? [], ...(pausedUntilMs === undefined ? {} : { pausedUntilMs }) },
+        'robots.txt fetched',
+      );
       return { ...snapshot, body };
     },
     ...(fleetState ? { flight: fleetState.snapshots } : {}),
@@ -330,17 +350,6 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     errorRetryMaxMs: config.robots.errorRetryMaxMs,
     logger,
   });
-  const localPacer = new Pacer(pacingOptionsOf(config), clock);
-  const pacer: RequestPacer = fleetState
-    ? new FleetPacer(localPacer, {
-        slots: fleetState.slots,
-        fleetSize: config.state.fleetSize,
-        onUnavailable: config.state.redis.onUnavailable,
-        pacing: pacingOptionsOf(config),
-        clock,
-        onFallback: (kind) => metrics?.observeFleetFallback(kind),
-      })
-    : localPacer;
   const forwarder = new UpstreamForwarder({
     connectTimeoutMs: config.upstream.connectTimeoutMs,
     timeoutMs: config.upstream.timeoutMs,

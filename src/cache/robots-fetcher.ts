@@ -61,6 +61,13 @@ export interface FetchedRobots {
   snapshot: RobotsSnapshot;
   /** The body bytes parsed (at most `maxBytes`), or null when the outcome had none (not 2xx). */
   body: Buffer | null;
+  /**
+   * The `Retry-After` field value (RFC 9110 §10.2.3) of a 429 or 503 answer, as received (the
+   * first, when repeated); undefined for every other outcome or when absent. The snapshot's expiry
+   * already counts it; the caller pauses the origin's pages with it (RFC 9309 §2.3.1.4, DESIGN.md
+   * "Pacing semantics").
+   */
+  retryAfter: string | undefined;
 }
 
 /** Statuses followed as redirects (RFC 9110 §15.4; RFC 9309 §2.3.1.2). */
@@ -167,7 +174,8 @@ export class RobotsFetcher {
 
   /**
    * {@link RobotsFetcher.fetch}, also returning the body bytes that were parsed (at most
-   * `maxBytes`; null for every outcome but 2xx), for the ledger's robots.txt history.
+   * `maxBytes`; null for every outcome but 2xx), for the ledger's robots.txt history, and the
+   * `Retry-After` of a 429/503 answer, for the origin's overload pause.
    * @throws {InvalidTargetError} when `origin` is not an absolute http(s) URL.
    */
   readonly fetchWithBody = async (origin: string, context: FetchContext = { consecutiveFailures: 0 }): Promise<FetchedRobots> => {
@@ -191,7 +199,7 @@ export class RobotsFetcher {
     // Floored, never rounded up: a fetch time in the future would make Retry-After one second too long.
     const snapshot = this.#snapshotOf(url.href, outcome, Math.floor(clock.nowMs()), context.consecutiveFailures);
     const body = outcome.state === 'ok' ? outcome.body.subarray(0, this.#options.maxBytes) : null;
-    return { snapshot, body };
+    return { snapshot, body, retryAfter: outcome.state === 'unreachable' ? outcome.retryAfter : undefined };
   };
 
   /** Closes the `Agent` this fetcher created; a `dispatcher` passed in is left open. */

@@ -4,6 +4,7 @@
  * fleet-wide slot from a {@link SlotStore} (Redis): while a delay is in force
  * one request in flight per origin for the whole fleet, starts spaced on the
  * store's clock; `maxConcurrency` fleet-wide otherwise; an upstream 429/503
+ * (a page's, or the origin's robots.txt's: {@link FleetPacer.applyOverload})
  * pauses the origin for every instance.
  *
  * Fairness between identities is per instance: each instance's queue serves
@@ -158,6 +159,19 @@ export class FleetPacer implements RequestPacer {
       },
     );
     return undefined;
+  }
+
+  /**
+   * See `Pacer.applyOverload`: pauses the origin here, and for the whole fleet through the store
+   * (the instances that did not fetch the robots.txt find the pause when they reserve a slot). A
+   * store that does not answer costs the fleet-wide part only (its warning, `fleet-state`); never throws.
+   * @returns the pause's end, ms since the epoch (this instance's clock), or undefined when nothing was paused.
+   */
+  applyOverload(origin: string, answer: ReleaseOutcome): number | undefined {
+    if (this.#isClosed) return undefined;
+    const pausedUntilMs = this.#local.applyOverload(origin, answer);
+    if (pausedUntilMs !== undefined) void this.#options.slots.pause(origin, pausedUntilMs - this.nowMs());
+    return pausedUntilMs;
   }
 
   originStats(origin: string): OriginPacingStats | undefined {

@@ -18,6 +18,9 @@
  *   Requests with a delay already run alone, so for them recovery is the pause
  *   plus their own spacing.
  * - A release without a status (the request failed or was abandoned) changes nothing.
+ * - The origin's robots.txt answered 429/503 ({@link applyOverloadAnswer}): the same pause, as if
+ *   from a request started after every page request so far (a new episode), and the same recovery;
+ *   its other statuses change nothing (RFC 9309 §2.3.1.4 asks for no more than the disallow).
  */
 import type { OriginTiming } from './origin-timing.js';
 import { computeBackoffMs, parseRetryAfter } from './retry-after.js';
@@ -90,6 +93,23 @@ export function applyRelease(
     overload.recoveryCap += 1;
     if (overload.recoveryCap >= fullConcurrency) overload.recoveryCap = undefined;
   }
+}
+
+/**
+ * Applies an overload answer the origin gave outside a paced request (its robots.txt fetch
+ * answered 429 or 503; mutates `overload` and `timing.pausedUntilMs`): exactly what a page's
+ * 429/503 released now does (Retry-After capped, else backoff; recovery from concurrency 1),
+ * counted as a new episode, since the robots.txt request was not among the pages in flight.
+ * Any other status (or none) changes nothing: a robots.txt 200 is no proof the pages recovered.
+ * @param latestSeq the sequence number of the latest page start at the origin.
+ * @param nowMs when the answer arrived, ms since the epoch. Never throws.
+ * @returns true when the answer was an overload answer (429/503), whatever pause it set (possibly none left: `Retry-After: 0`).
+ */
+export function applyOverloadAnswer(overload: OverloadState, timing: OriginTiming, latestSeq: number, answer: ReleaseOutcome, nowMs: number, settings: OverloadSettings): boolean {
+  if (answer.status !== 429 && answer.status !== 503) return false;
+  // A sequence number after every start so far: not the episode of the pages already sent.
+  applyRelease(overload, timing, latestSeq + 1, latestSeq, answer, nowMs, 1, settings);
+  return true;
 }
 
 /**

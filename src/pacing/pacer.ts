@@ -17,7 +17,7 @@
 import type { Clock } from '../clock.js';
 import { createOriginTiming, earliestStartMs, recordEnd, recordStart, timingEndMs, type OriginTiming } from './origin-timing.js';
 import { checkRequestLimits, resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from './pacing-options.js';
-import { applyRelease, createOverloadState, overloadHoldUntilMs, type OverloadState } from './overload.js';
+import { applyOverloadAnswer, applyRelease, createOverloadState, overloadHoldUntilMs, type OverloadState } from './overload.js';
 import { FairQueue } from './fair-queue.js';
 import { HoldList } from './hold-list.js';
 import { GrantedSlot, PromiseTaker, Waiter, type OriginState, type SlotHost } from './pacer-records.js';
@@ -62,7 +62,8 @@ export const SEND_LATENCY_TOLERANCE_MS = 1;
  *   its own delay has passed by the model's measure, and nothing else starts until it is released.
  * - A request with delay 0 starts when at most `maxConcurrency - 1` others (all undelayed) are in flight.
  * - The request whose turn it is blocks the ones after it (whoever they are): no one overtakes it.
- * - An upstream 429/503 (reported through {@link Slot.release}) pauses the origin; see `overload.ts`.
+ * - An upstream 429/503 (reported through {@link Slot.release}, or for the origin's robots.txt
+ *   through {@link Pacer.applyOverload}) pauses the origin; see `overload.ts`.
  * - A slot held for `maxSlotHoldMs` is released by the pacer (its holder is told): no holder, slow
  *   or stalled, keeps an origin's queue waiting longer. Spacing still counts from its start.
  * - An origin's state is dropped once it is idle and no longer constrains a start: its pause,
@@ -196,6 +197,29 @@ export class Pacer {
     state.queue.push(options.identity, waiter);
     this.#remember(state, delayMs, maxConcurrency);
     this.#pump(state);
+  }
+
+  /**
+   * Applies an overload answer the origin gave outside a paced request: its robots.txt fetch
+   * answered 429 or 503 (RFC 9309 §2.3.1.4 with RFC 6585 §4 / RFC 9110 §15.6.4; DESIGN.md "Pacing
+   * semantics"). The origin is paused exactly as by a page's 429/503 (`overload.ts`): until its
+   * `Retry-After` (delta-seconds or HTTP-date), capped at `retryAfterCapMs`, else for a full-jitter
+   * backoff; then it recovers gradually. Requests already waiting wait for the pause too. Other
+   * statuses, and a closed pacer, change nothing.
+   * @param origin `scheme://host[:port]`, normalised as for {@link Pacer.acquire}.
+   * @param answer the robots.txt answer's status (undefined: no answer) and `Retry-After` field value.
+   * @returns the end of the origin's pause, ms since the epoch, when it is paused after this call
+   *   by this answer (or by a longer pause it already had); undefined when nothing was paused. Never throws.
+   */
+  applyOverload(origin: string, answer: ReleaseOutcome): number | undefined {
+    if (this.#isClosed || (answer.status !== 429 && answer.status !== 503)) return undefined;
+    const state = this.#stateFor(origin);
+    const nowMs = this.#clock.nowMs();
+    applyOverloadAnswer(state.overload, state.timing, state.startSeq, answer, nowMs, this.#options);
+    const pausedUntilMs = state.timing.pausedUntilMs;
+    // Arms the origin's timer (its waiters wait for the pause) or, with nothing left to keep, drops the state.
+    this.#pump(state, nowMs);
+    return pausedUntilMs > nowMs ? pausedUntilMs : undefined;
   }
 
   /** Queue and in-flight figures of one origin, or undefined when the pacer holds no state for it. */

@@ -4,7 +4,7 @@
  */
 import type { PacingOptions } from './pacing-options.js';
 
-/** What the caller learned from upstream when it releases a slot. */
+/** What the caller learned from upstream when it releases a slot (or, for `applyOverload`, from the origin's robots.txt). */
 export interface ReleaseOutcome {
   /** The upstream response status; omit when no response arrived (error, timeout, client gone). */
   status?: number;
@@ -182,6 +182,12 @@ export interface RequestPacer {
   acquire(origin: string, delayMs: number, options: AcquireOptions): AcquireOutcome | Promise<AcquireOutcome>;
   /** See `Pacer.acquireFor`: the outcome itself when known at once, else undefined and `taker` is told later. */
   acquireFor(origin: string, delayMs: number, options: AcquireOptions, taker: SlotTaker): AcquireOutcome | undefined;
+  /**
+   * See `Pacer.applyOverload`: the origin's robots.txt answered 429/503, so its pages pause (a
+   * fleet's pacer shares the pause with every instance).
+   * @returns the pause's end, ms since the epoch, or undefined when nothing was paused. Never throws.
+   */
+  applyOverload(origin: string, answer: ReleaseOutcome): number | undefined;
   /** See `Pacer.originStats`. */
   originStats(origin: string): OriginPacingStats | undefined;
   /** See `Pacer.stats`. */

@@ -91,6 +91,12 @@ export class MemorySlotStore implements SlotStore {
     }
   }
 
+  async pause(origin: string, pauseMs: number): Promise<void> {
+    if (!(pauseMs > 0)) return;
+    const state = this.#stateOf(origin);
+    state.pausedUntilMs = Math.max(state.pausedUntilMs, this.#clock.nowMs() + pauseMs);
+  }
+
   onFree(origin: string, listener: () => void): () => void {
     let listeners = this.#listeners.get(origin);
     if (!listeners) {

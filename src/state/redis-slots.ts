@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisConnection, StateLogger } from './redis-connection.js';
-import { RELEASE_ARGS, RELEASE_SCRIPT, RENEW_SCRIPT, RESERVE_SCRIPT } from './slot-scripts.js';
+import { PAUSE_SCRIPT, RELEASE_ARGS, RELEASE_SCRIPT, RENEW_SCRIPT, RESERVE_SCRIPT } from './slot-scripts.js';
 import type { SlotLease, SlotRequest, SlotReservation, SlotReturn, SlotStore } from './types.js';
 
 /** Options of {@link RedisSlotStore}. */
@@ -40,6 +40,7 @@ interface SlotCommands {
   rpReserve(hash: string, busy: string, pause: string, ...args: string[]): Promise<ScriptReply>;
   rpRelease(...keysAndArgs: string[]): Promise<number>;
   rpRenew(...keysAndArgs: string[]): Promise<number>;
+  rpPause(pause: string, pauseMs: string): Promise<string>;
 }
 
 /** The Redis {@link SlotStore}. */
@@ -60,10 +61,11 @@ export class RedisSlotStore implements SlotStore {
     this.#options = options;
     this.#freeChannel = connection.key('free');
     const client = connection.client as Redis & Partial<SlotCommands>;
-    if (!client.rpReserve) {
+    if (!client.rpPause) {
       client.defineCommand('rpReserve', { numberOfKeys: 3, lua: RESERVE_SCRIPT });
       client.defineCommand('rpRelease', { lua: RELEASE_SCRIPT });
       client.defineCommand('rpRenew', { lua: RENEW_SCRIPT });
+      client.defineCommand('rpPause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
     }
     // Leases are renewed when a third of them has passed: a slow request keeps its slot, a dead holder loses it.
     this.#renewTimer = setInterval(() => this.#renew(), Math.max(50, Math.floor(options.slotLeaseMs / 3)));
@@ -115,6 +117,17 @@ export class RedisSlotStore implements SlotStore {
     if (this.#isFlushScheduled) return;
     this.#isFlushScheduled = true;
     setImmediate(() => this.#flush());
+  }
+
+  async pause(origin: string, pauseMs: number): Promise<void> {
+    if (!(pauseMs > 0)) return;
+    const key = this.#connection.key('pause', origin);
+    await this.#connection
+      .run('pause', (client) => (client as unknown as SlotCommands).rpPause(key, pauseMs.toFixed(3)))
+      .catch((error: unknown) => {
+        // This instance's pacer holds the pause; the other instances pace without it.
+        this.#options.logger.warn({ event: 'fleet-state', origin, pauseMs, err: (error as Error).message }, 'robots.txt overload pause not sent to Redis; the other instances do not pause');
+      });
   }
 
   onFree(origin: string, listener: () => void): () => void {

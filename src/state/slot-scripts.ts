@@ -12,11 +12,21 @@
 
 import { LUA_GUARDS } from './lua-guards.js';
 
-/** Shared prologue: {@link LUA_GUARDS}, `now` in ms (fraction from the microseconds), `fmt` for numbers written back. */
+/**
+ * Shared prologue: {@link LUA_GUARDS}, `now` in ms (fraction from the microseconds), `fmt` for numbers
+ * written back, `setPause(key, pauseMs)`: the pause key becomes now + pauseMs (expiring then) unless
+ * it already ends later (a pause is never shortened); pauseMs <= 0 sets nothing.
+ */
 const PROLOGUE = `${LUA_GUARDS}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local function fmt(x) return string.format('%.3f', x) end
+local function setPause(p, pauseMs)
+  if pauseMs > 0 then
+    local untilMs = now + pauseMs
+    if untilMs > num(redis.call('GET', p)) then redis.call('SET', p, fmt(untilMs), 'PX', math.ceil(pauseMs)) end
+  end
+end
 `;
 
 /**
@@ -97,13 +107,22 @@ for i = 0, (#KEYS / 3) - 1 do
     end
     redis.call('HSET', h, 'end', fmt(now))
   end
-  if pauseMs > 0 then
-    local untilMs = now + pauseMs
-    if untilMs > num(redis.call('GET', p)) then redis.call('SET', p, fmt(untilMs), 'PX', math.ceil(pauseMs)) end
-  end
+  setPause(p, pauseMs)
   if removed == 1 and (isSolo or before >= maxc) then redis.call('PUBLISH', ARGV[1], origin) end
 end
 return 1
+`;
+
+/**
+ * Pauses an origin without a slot (its robots.txt answered 429/503). KEYS: the pause key.
+ * ARGV: pauseMs. The same guard and rule as a release's pause: a key of another kind or without
+ * TTL is dropped first, and an existing later pause is kept. Returns the pause's end, ms on the
+ * server's clock (0: not paused).
+ */
+export const PAUSE_SCRIPT = `${PROLOGUE}
+kind(KEYS[1], 'string')
+setPause(KEYS[1], tonumber(ARGV[1]) or 0)
+return fmt(num(redis.call('GET', KEYS[1])))
 `;
 
 /**

@@ -61,6 +61,14 @@ export interface SlotStore {
   reserve(request: SlotRequest): Promise<SlotReservation>;
   /** Gives a slot back (frees its concurrency, records its real start, sets a pause). Never throws; a failure is logged, the lease expires. */
   release(lease: SlotLease, facts: SlotReturn): void;
+  /**
+   * Pauses `origin` for every instance `pauseMs` from now (on the store's clock), unless it is
+   * already paused longer: a pause is never shortened (the origin's robots.txt answered 429/503,
+   * held by no slot). `pauseMs` <= 0 does nothing.
+   * @returns a promise that settles once the store holds the pause, or its failure is logged
+   *   (`fleet-state`: the pause stays this instance's own); never rejects.
+   */
+  pause(origin: string, pauseMs: number): Promise<void>;
   /** Calls `listener` when a slot at `origin` may have become free (another instance released one). @returns the unsubscribe function. */
   onFree(origin: string, listener: () => void): () => void;
   /** True while the store answers (a shared store that stopped answering is false until it is back). */
