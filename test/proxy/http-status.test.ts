@@ -3,14 +3,15 @@
  * RFC 9309 §2.3.1): 2xx parsed, 4xx unavailable (allow all), 5xx / 429 /
  * timeout / connection refused unreachable (503 + Retry-After), up to 5
  * redirects followed (across origins too), 6 unavailable; expiry refetches,
- * and an unreachable refetch keeps the earlier good snapshot (§2.4).
+ * and an unreachable refetch keeps the earlier good snapshot (§2.4), whose
+ * pages still pause for a 429/503's Retry-After.
  * Real origins on loopback (each port its own origin), counted at the origin.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
-import { closedPort, proxyRequest, type ProxyAnswer } from '../helpers/proxy-client.js';
+import { closedPort, proxyRequest, waitFor, type ProxyAnswer } from '../helpers/proxy-client.js';
 import { FakeClock } from '../pacing/fake-clock.js';
 
 const UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
@@ -317,7 +318,7 @@ describe('robots.txt answered 429 or 503 with Retry-After (fake clock; issue 7 i
     assert.equal(origin.robotsHits(), 2, 'asked again once the capped Retry-After passed');
   });
 
-  it('a good snapshot kept while robots.txt answers 503 with Retry-After: 300 is not refetched before 300 s', async () => {
+  it('a good snapshot kept while robots.txt answers 503 with Retry-After: 300: its pages pause 300 s, and it is not refetched before', async () => {
     const proxy = await proxyWith({ robots: { ttl: '1h', errorRetry: '2s' } });
     const { origin, current } = await overloadedSite(503, '300');
     current.status = 200;
@@ -327,10 +328,20 @@ describe('robots.txt answered 429 or 503 with Retry-After (fake clock; issue 7 i
     await clock.advance(3_600_000);
     assert.equal((await get(proxy, `${origin.url}/private/x`)).decision, 'deny; reason=rule-disallow', 'the kept rules');
     assert.equal(origin.robotsHits(), 2);
+    // The kept rules allow /page, but the origin has just said "unavailable, retry in 300 s": the
+    // page waits for that pause like after a page's own 503 (longer than pacing.maxWait: 429 at once).
+    const paused = await get(proxy, `${origin.url}/page`, true);
+    assert.equal(paused.status, 429);
+    assert.equal(JSON.parse(paused.body.toString()).decision.reason, 'queue-full');
+    assert.equal(paused.headers['retry-after'], '300');
     await clock.advance(299_999);
-    assert.equal((await get(proxy, `${origin.url}/page`)).status, 200);
+    const page = get(proxy, `${origin.url}/page`);
+    await waitFor(() => proxy.pacer.originStats(origin.url)?.queued === 1, 'the page queued for the last millisecond of the pause');
     assert.equal(origin.robotsHits(), 2, 'not asked again before its Retry-After');
     await clock.advance(1);
+    assert.equal((await page).status, 200);
+    assert.deepEqual(pageHits(origin), ['/page'], 'the page went out when the pause ended');
+    current.status = 200;
     await get(proxy, `${origin.url}/page`);
     assert.equal(origin.robotsHits(), 3);
   });
