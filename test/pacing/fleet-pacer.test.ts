@@ -80,6 +80,19 @@ describe('FleetPacer over a shared slot store', () => {
     assert.ok((await later).granted);
     assert.ok(starts[0]! - limitedAtMs >= 3_000, `started ${starts[0]! - limitedAtMs} ms after the 429`);
   });
+
+  it('pauses every instance when one of them fetched a robots.txt answered 503 with Retry-After', async () => {
+    const clock = new FakeClock();
+    const [a, b] = fleetOf(clock, new MemorySlotStore(clock, 30_000), 2);
+    const starts: number[] = [];
+    const answeredAtMs = clock.nowMs();
+    assert.equal(a!.applyOverload(ORIGIN, { status: 503, retryAfter: '2' }), answeredAtMs + 2_000);
+    assert.equal(a!.applyOverload(ORIGIN, { status: 500, retryAfter: '2' }), undefined, 'a 500 pauses nothing');
+    const later = run(clock, b!, 0, starts);
+    await settle(clock, 2_100);
+    assert.ok((await later).granted);
+    assert.ok(starts[0]! - answeredAtMs >= 2_000, `B started ${starts[0]! - answeredAtMs} ms after the 503`);
+  });
 });
 
 /** A store that does not answer (Redis down). */
