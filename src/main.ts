@@ -45,6 +45,7 @@ import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
 import { runUntilStopped } from './lifecycle/process-handlers.js';
 import { decideWithoutRobots } from './policy/decide.js';
+import { resetsFailResponses } from './upstream-resets.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -282,10 +283,13 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const upstreamTls: SecureContext | undefined = extraCaPems.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...extraCaPems] }) : undefined;
   const createRobotsAgent = (connectTimeoutMs: number): Agent =>
     new Agent({
-      connect: guard.connector({
-        timeout: connectTimeoutMs,
-        ...(upstreamTls ? { secureContext: upstreamTls } : {}),
-      }),
+      // A reset fails the robots.txt body in flight: a cut file is unreachable, never parsed (upstream-resets.ts).
+      connect: resetsFailResponses(
+        guard.connector({
+          timeout: connectTimeoutMs,
+          ...(upstreamTls ? { secureContext: upstreamTls } : {}),
+        }),
+      ),
     });
   let robotsAgent = createRobotsAgent(config.upstream.connectTimeoutMs);
   let metrics: ProxyMetrics | undefined;

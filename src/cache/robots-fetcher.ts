@@ -5,13 +5,14 @@
  * only throw is for an origin that is not an http(s) URL.
  */
 import { rootCertificates } from 'node:tls';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { InvalidTargetError } from '../errors.js';
 import type { SnapshotInfo } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { DEFAULT_MAX_CRAWL_DELAY_SECONDS, DEFAULT_MAX_ROBOTS_BYTES, parseRobotsTxt } from '../robots/index.js';
 import { ACCEPTED_ENCODINGS, createDecoders, namesNoCoding, readBodyUpTo } from './body-reader.js';
+import { resetsFailResponses } from '../upstream-resets.js';
 import { freshLifetimeMs, unreachableRetryMs } from './expiry.js';
 
 /** Options of {@link RobotsFetcher}. Defaults match `robots.*` in config/default.yaml. */
@@ -99,7 +100,8 @@ type Outcome =
  */
 export function createRobotsAgent(options: { ca?: string[]; connectTimeoutMs?: number } = {}): Agent {
   const ca = options.ca !== undefined && options.ca.length > 0 ? [...rootCertificates, ...options.ca] : undefined;
-  return new Agent({ connect: { timeout: options.connectTimeoutMs ?? 10_000, ...(ca === undefined ? {} : { ca }) } });
+  // A reset fails the body in flight, whatever its framing: a cut robots.txt is never parsed (upstream-resets.ts).
+  return new Agent({ connect: resetsFailResponses(buildConnector({ timeout: options.connectTimeoutMs ?? 10_000, ...(ca === undefined ? {} : { ca }) })) });
 }
 
 function resolveFetcherOptions(options: RobotsFetcherOptions, clock: Clock): Required<Omit<RobotsFetcherOptions, 'ca' | 'dispatcher'>> {

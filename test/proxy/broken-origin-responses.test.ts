@@ -17,6 +17,19 @@ const ANSWERS: Record<string, string> = {
   '/cut-body': 'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst bytes',
 };
 
+/**
+ * Responses without a Content-Length whose connection the origin resets (TCP RST) after writing
+ * them: a close-delimited body, or a chunked one without its last chunk. A reset is not the end of
+ * a close-delimited body (RFC 9112 §6.3: only the close is), so neither is complete.
+ */
+const RESET_ANSWERS: Record<string, string> = {
+  '/close-delimited-reset': 'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nfirst bytes',
+  '/close-delimited-reset-before-body': 'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n',
+  '/chunked-close-reset': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nb\r\nfirst bytes\r\n',
+  '/chunked-reset': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\nfirst bytes\r\n',
+  '/close-delimited-end': 'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nwhole body',
+};
+
 describe('an origin that breaks its response', () => {
   let origin: net.Server;
   let base: string;
@@ -33,6 +46,9 @@ describe('an origin that breaks its response', () => {
         const path = head.split(' ')[1] ?? '';
         if (path === '/robots.txt') return void socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
         // Written, then the connection is cut before the promised body is complete.
+        if (path === '/close-delimited-end') return void socket.end(RESET_ANSWERS[path] as string);
+        const reset = RESET_ANSWERS[path];
+        if (reset !== undefined) return void socket.write(reset, () => setTimeout(() => socket.resetAndDestroy(), 20));
         socket.write(ANSWERS[path] ?? 'HTTP/1.1 500 Nope\r\nContent-Length: 0\r\n\r\n', () => setTimeout(() => socket.destroy(), 20));
       });
     });
@@ -68,6 +84,44 @@ describe('an origin that breaks its response', () => {
     const text = await get('/cut-body');
     assert.match(text, /^HTTP\/1\.1 200 /);
     assert.ok(text.endsWith('first bytes'), text);
+  });
+
+  /** The access line of the response `text` carries (by its request id). */
+  async function accessLineOf(text: string): Promise<Record<string, unknown>> {
+    const requestId = /\r\nx-robots-proxy-request-id: ([^\r]*)/i.exec(text)?.[1];
+    assert.ok(requestId, text);
+    await waitFor(() => logs.lines.some((l) => l['msg'] === 'request' && l['requestId'] === requestId), 'the access line');
+    return logs.lines.find((l) => l['msg'] === 'request' && l['requestId'] === requestId)!;
+  }
+
+  for (const path of ['/close-delimited-reset', '/chunked-close-reset', '/chunked-reset']) {
+    it(`${path}: body bytes were relayed, then the origin reset: the client's chunked response has no last chunk and is cut; the access line says ECONNRESET`, async () => {
+      const text = await get(path);
+      assert.match(text, /^HTTP\/1\.1 200 /, text);
+      assert.match(text, /\r\ntransfer-encoding: chunked\r\n/i, text);
+      assert.ok(text.includes('first bytes'), text);
+      assert.ok(!/\r\n0\r\n\r\n$/.test(text), `a last chunk was relayed as if the body were complete: ${JSON.stringify(text.slice(-40))}`);
+      const line = await accessLineOf(text);
+      assert.equal(line['error'], 'ECONNRESET');
+      assert.equal(line['upstreamStatus'], 200);
+    });
+  }
+
+  it('/close-delimited-reset-before-body: the origin reset before any body byte: 502 upstream-error, not an empty 200', async () => {
+    const text = await get('/close-delimited-reset-before-body');
+    assert.match(text, /^HTTP\/1\.1 502 /, text.slice(0, 300) || '(no answer at all)');
+    assert.match(text, /\r\nx-robots-proxy-decision: allow; reason=upstream-error\r\n/i);
+    const line = await accessLineOf(text);
+    assert.equal(line['status'], 502);
+    assert.equal(line['error'], 'ECONNRESET');
+  });
+
+  it('/close-delimited-end: a close-delimited body ended by a plain close (FIN) is complete: relayed with its last chunk', async () => {
+    const text = await get('/close-delimited-end');
+    assert.match(text, /^HTTP\/1\.1 200 /, text);
+    assert.ok(/\r\n0\r\n\r\n$/.test(text) && text.includes('whole body'), text);
+    const line = await accessLineOf(text);
+    assert.equal(line['error'], null);
   });
 
   it('the proxy still serves after them', async () => {
