@@ -82,7 +82,7 @@ describe('an upstream connect that fails before any socket exists', () => {
     await proxy?.close();
   });
 
-  it('robots.txt fetch refused (ECONNREFUSED): robots-unreachable, and the proxy serves on', async () => {
+  it('robots.txt fetch refused (ECONNREFUSED): robots-unreachable, and the proxy serves on', { timeout: 15_000 }, async () => {
     const closed = net.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
@@ -95,7 +95,7 @@ describe('an upstream connect that fails before any socket exists', () => {
     assert.equal(again.status, 503);
   });
 
-  it('page connect refused after robots.txt was fetched: 502 upstream-error, and the proxy serves on', async () => {
+  it('page connect refused after robots.txt was fetched: 502 upstream-error, and the proxy serves on', { timeout: 15_000 }, async () => {
     // robots.txt is answered (404: allow all) on the first connection; then the origin stops listening.
     const server = net.createServer((socket) => {
       socket.on('error', () => socket.destroy());
