@@ -254,6 +254,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
     // then anyway, and an origin that fails before either (a malformed first chunk, a reset) leaves
     // the response unwritten, so the client gets the proxy's 502 instead of a close without a byte.
     this.pendingHead = rawHeaders;
+    // A 204 or 304 has no body whatever its fields say (RFC 9112 §6.3 item 1), and a 304 may carry
+    // the representation's Content-Length (RFC 9110 §8.6). undici takes a Content-Length on them as
+    // a body owed and fails the exchange (`UND_ERR_RES_CONTENT_LENGTH_MISMATCH`) once the head is
+    // read: the response is complete with its head, so it ends here (undici's failure that follows
+    // is ignored, see onError; without a Content-Length undici's own onComplete follows, a no-op).
+    if (statusCode === 204 || statusCode === 304) this.onComplete();
     return true;
   }
 
@@ -280,6 +286,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
 
   /** The response ended (trailers are not relayed). */
   onComplete(): void {
+    if (this.upstreamEnded) return; // a 204/304 already ended at its head (onHeaders)
     if (this.pendingHead !== undefined) this.writeHead();
     this.upstreamEnded = true;
     this.hooks.onUpstreamEnd?.();
@@ -299,6 +306,9 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
 
   /** The exchange failed (upstream error, timeout, or an abort of ours). */
   onError(error: Error): void {
+    // The origin's part was over (a 204/304 ended at its head): a failure of its connection after
+    // that is not this exchange's; the client's own ending (close, write timeout) settles it.
+    if (this.upstreamEnded && !this.clientAborted && !this.writeTimedOut) return;
     this.finish(this.writeTimedOut ? CLIENT_WRITE_TIMEOUT : this.clientAborted ? 'CLIENT_ABORTED' : upstreamErrorCode(error));
   }
 }
