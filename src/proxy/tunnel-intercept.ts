@@ -16,6 +16,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { guardConnection } from './error-boundary.js';
 import type { LeafCertificateIssuer } from './tls/leaf-certificates.js';
+import { alpnRefusalOf, chooseTunnelProtocol, type AlpnRefusal } from './tls/tunnel-alpn.js';
 import { tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
 import type { TunnelRequestServer, TunnelSession } from './tunnel-requests.js';
 import type { AdmittedClient } from '../access/access-control.js';
@@ -52,6 +53,8 @@ interface InterceptedTunnel {
   state: 'handshake' | 'open' | 'failed' | 'closed-by-proxy';
   /** From the 200 answer to the end of the client's handshake (or first request head). */
   timer: NodeJS.Timeout | undefined;
+  /** Set when the client's ALPN offer had no HTTP/1 protocol: why the handshake fails. */
+  alpnRefusal?: AlpnRefusal;
 }
 
 /** Owns intercepted tunnels (lifecycle: `close()`). */
@@ -161,7 +164,12 @@ export class TunnelInterceptor {
       isServer: true,
       secureContext,
       SNICallback: issuer.createSniCallback(),
-      ALPNProtocols: ['http/1.1'],
+      // HTTP/1.1, or HTTP/1.0 when that is all the client offers; HTTP/2 only is refused, saying so (tunnel-alpn.ts).
+      ALPNCallback: ({ protocols }) => {
+        const chosen = chooseTunnelProtocol(protocols);
+        if (chosen === undefined) tunnel.alpnRefusal = alpnRefusalOf(protocols);
+        return chosen;
+      },
     });
     tunnel.tls = tlsSocket;
     tlsSocket.once('secure', () => {
@@ -172,7 +180,10 @@ export class TunnelInterceptor {
     });
     tlsSocket.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(tunnel.timer);
-      if (tunnel.state === 'handshake' || tunnel.state === 'open') {
+      if (tunnel.alpnRefusal !== undefined && tunnel.state === 'handshake') {
+        this.warnClientError(origin, tunnel.alpnRefusal.code, tunnel.alpnRefusal.message);
+        tunnel.state = 'failed';
+      } else if (tunnel.state === 'handshake' || tunnel.state === 'open') {
         const rejected = /ALERT|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN/i.test(err.code ?? err.message);
         this.warnClientError(origin, err.code ?? err.message, rejected ? 'the client rejected the proxy certificate: trust the proxy CA (robots-proxy ca)' : 'TLS error with the client');
         tunnel.state = 'failed';

@@ -7,7 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyAgent, request } from 'undici';
-import { siteHandler, startTestProxy } from '../helpers/harness.js';
+import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import {
   agentGet,
   createTestPki,
@@ -17,6 +17,7 @@ import {
   startClientTls,
   startTlsOrigin,
   TunnelAgent,
+  waitFor,
   writeTempFile,
   type TlsOrigin,
 } from '../helpers/https-support.js';
@@ -30,6 +31,7 @@ describe('HTTPS interception', () => {
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
   let proxyCaPem: string;
   let proxyCaPath: string;
+  let logs: LogCapture;
 
   before(async () => {
     const [pki, otherPki] = await Promise.all([createTestPki(), createTestPki()]);
@@ -37,7 +39,8 @@ describe('HTTPS interception', () => {
     origin = await startTlsOrigin(handler, { cert: pki.certPem, key: pki.keyPem });
     // Same names (127.0.0.1, localhost), but signed by a CA the proxy does not trust.
     untrusted = await startTlsOrigin(handler, { cert: otherPki.certPem, key: otherPki.keyPem });
-    proxy = await startTestProxy({ upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } });
+    logs = captureLogs();
+    proxy = await startTestProxy({ upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } }, { logger: logs.logger });
     assert.ok(proxy.ca, 'intercept mode has a CA');
     proxyCaPem = proxy.ca.certPem;
     proxyCaPath = proxy.ca.certPath;
@@ -137,6 +140,34 @@ describe('HTTPS interception', () => {
     assert.match(text, /^HTTP\/1\.1 421 /);
     assert.match(text, /\r\nx-robots-proxy-decision: deny; reason=misdirected\r\n/i);
     assert.ok(!origin.hits.includes('/page/misdirected'));
+  });
+
+  it('curl --http1.0 (ALPN http/1.0 only) through the tunnel gets its page, not a no_application_protocol alert', async () => {
+    const base = `https://localhost:${origin.port}`;
+    const r = await runCurl(['--http1.0', '--proxy', proxy.proxyUrl, '--cacert', proxyCaPath, '-A', BOT_UA, `${base}/page/http10`]);
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'page /page/http10\n');
+  });
+
+  for (const offered of [['http/1.0'], ['http/1.1'], ['http/1.0', 'http/1.1']]) {
+    it(`a client offering ALPN ${offered.join(', ')} gets the HTTP/1 version it offered${offered.length > 1 ? ' (1.1 preferred)' : ''}`, async () => {
+      const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`);
+      assert.equal(tunnel.status, 200);
+      const tlsSocket = await startClientTls(tunnel.socket, { ca: proxyCaPem, servername: 'localhost', alpnProtocols: offered });
+      assert.equal(tlsSocket.alpnProtocol, offered.includes('http/1.1') ? 'http/1.1' : 'http/1.0');
+      tlsSocket.destroy();
+    });
+  }
+
+  it('a client offering only h2: the handshake fails and the log says plainly that HTTP/2 is not supported', async () => {
+    const tunnel = await openConnect(proxy.proxyAddress.port, `localhost:${origin.port}`);
+    assert.equal(tunnel.status, 200);
+    await assert.rejects(startClientTls(tunnel.socket, { ca: proxyCaPem, servername: 'localhost', alpnProtocols: ['h2'] }), /no.application.protocol|NO_APPLICATION_PROTOCOL/i);
+    const said = (l: Record<string, unknown>): boolean => l['event'] === 'tls-client-error' && /HTTP\/2 is not supported/.test(String(l['msg']));
+    await waitFor(() => logs.lines.some(said), 'a tls-client-error line saying HTTP/2 is not supported');
+    const line = logs.lines.find(said)!;
+    assert.equal(line['error'], 'ALPN_HTTP2_ONLY');
   });
 
   it('answers 502 upstream-error when the upstream certificate is not trusted', async () => {
