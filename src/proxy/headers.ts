@@ -108,6 +108,24 @@ export function forwardableHeaders(
   return out;
 }
 
+/**
+ * The request head of an Upgrade (WebSocket) relayed upstream, as an object by lower-case name:
+ * {@link forwardableHeaders} of `headers` (no hop-by-hop field: `Proxy-Authorization`,
+ * `Proxy-Connection`, `Keep-Alive`, those named in `Connection`; an undefined value, as admission
+ * leaves the credentials, is skipped; this proxy's hop appended to `Via`), with the upgrade itself
+ * put back: `Upgrade` as the client sent it and `Connection: upgrade` (RFC 9110 §7.8: a sender of
+ * `Upgrade` lists it in `Connection`). Pure.
+ */
+export function upgradeRequestHeaders(headers: IncomingHttpHeaders, protocolVersion: string, pseudonym: string): Record<string, string | string[]> {
+  const out = forwardableHeaders(headers, protocolVersion, pseudonym, true);
+  const upgrade = headers['upgrade'];
+  if (upgrade !== undefined) {
+    out['upgrade'] = upgrade;
+    out['connection'] = 'upgrade';
+  }
+  return out;
+}
+
 /** What {@link forwardableResponseFields} does with a response field, by its name. */
 const enum FieldKind {
   Relayed = 0,

@@ -24,7 +24,8 @@ import { DECISION_HEADER, decisionHeaderValue, renderProxyResponse } from './res
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.js';
 import { writeRawResponse } from './raw-response.js';
 import { ownAnswerEntry, type RequestVia } from './own-answer.js';
-import { appendedVia } from './headers.js';
+import { appendedVia, upgradeRequestHeaders } from './headers.js';
+import { frameRefusalForRelay } from './upgrade-refusal.js';
 import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
 
 /**
@@ -101,15 +102,17 @@ export class UpgradeRelay {
         const decision = this.decisionHeaders.get(req);
         if (decision !== undefined) res.headers[DECISION_HEADER] = decision;
         res.headers[REQUEST_ID_HEADER] = requestIdOf(req);
-        res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
       };
       proxyReq.once('response', (res: IncomingMessage) => {
-        // The origin did not switch protocols: http-proxy relays its answer, which the access line reports.
+        // The origin did not switch protocols: http-proxy relays its answer (framed to match its
+        // head, with Connection: close: upgrade-refusal.ts), which the access line reports.
         stamp(res);
+        frameRefusalForRelay(res, res.httpVersion, this.deps.viaPseudonym);
         this.finishRelayed(req, res.statusCode ?? 0, null);
       });
       proxyReq.once('upgrade', (res: IncomingMessage, proxySocket: Duplex) => {
         stamp(res);
+        res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
         this.finishRelayed(req, 101, null);
         // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
         // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
@@ -181,7 +184,9 @@ export class UpgradeRelay {
     const userAgent = outgoingUserAgent(admitted.identity, req.headers['user-agent'], decision.identity?.claimedTokens ?? decision.agentTokens);
     if (userAgent === undefined) delete req.headers['user-agent'];
     else req.headers['user-agent'] = userAgent;
-    req.headers['via'] = appendedVia(req.headers['via'], req.httpVersion, this.deps.viaPseudonym);
+    // http-proxy sends `req.headers` as they are: the hop-by-hop fields go (Proxy-Authorization,
+    // whose value admission left undefined, would make Node's request throw), the upgrade stays.
+    req.headers = upgradeRequestHeaders(req.headers, req.httpVersion, this.deps.viaPseudonym);
     this.decisionHeaders.set(req, decisionHeaderValue(decision));
     const isHttps = target.protocol === 'https:';
     this.relayed.set(req, { decision, startedAtMs, via, url: target.href });

@@ -7,6 +7,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import bcrypt from 'bcryptjs';
 import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { waitFor } from '../helpers/proxy-client.js';
 
@@ -141,5 +145,95 @@ describe('Upgrade to an origin that does not switch protocols: the access line s
     const line = await accessLine('/reset');
     assert.equal(line['status'], 502);
     assert.ok(line['error'], 'the access line names the error');
+  });
+});
+
+describe('Upgrade with proxy authentication configured', () => {
+  const PASSWORD = 'ws-Pa55';
+  const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  let origin: http.Server;
+  let host: string;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  /** The request heads of the upgrades the origin got. */
+  const seen: http.IncomingHttpHeaders[] = [];
+
+  before(async () => {
+    origin = http.createServer((req, res) => {
+      if (req.url === '/robots.txt') return void res.end('User-agent: *\nAllow: /\n');
+      res.end('page');
+    });
+    origin.on('upgrade', (req, socket) => {
+      seen.push(req.headers);
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+      socket.on('end', () => socket.end());
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    host = `127.0.0.1:${(origin.address() as AddressInfo).port}`;
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-users-'));
+    const credentialsFile = join(dir, 'users');
+    writeFileSync(credentialsFile, `alice:${bcrypt.hashSync(PASSWORD, 4)}\n`);
+    proxy = await startTestProxy({ access: { clients: ['127.0.0.1/32'], credentialsFile } });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    origin.closeAllConnections();
+    await new Promise<void>((resolve) => origin.close(() => resolve()));
+  });
+
+  it('an upgrade with good Proxy-Authorization is relayed (101 and the stream), without Proxy-Authorization or other hop-by-hop fields upstream',{ timeout: 15_000 }, async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `http://${host}/ws`, host, 'ping-42', `Proxy-Authorization: ${basic('alice', PASSWORD)}\r\nProxy-Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n`);
+    assert.match(text, /^HTTP\/1\.1 101 /, text.slice(0, 400) || '(no answer at all)');
+    assert.ok(text.includes('echo:ping-42'), text);
+    const headers = seen.at(-1)!;
+    assert.equal(headers['proxy-authorization'], undefined, 'the credentials stay at the proxy');
+    assert.equal(headers['proxy-connection'], undefined);
+    assert.equal(headers['keep-alive'], undefined);
+    assert.equal(headers['upgrade'], 'websocket', 'the upgrade itself is what is relayed');
+  });
+
+  it('an upgrade with wrong credentials gets 407 and never reaches the origin',{ timeout: 15_000 }, async () => {
+    const before = seen.length;
+    const text = await rawUpgrade(proxy.proxyAddress.port, `http://${host}/ws-wrong`, host, undefined, `Proxy-Authorization: ${basic('alice', 'nope')}\r\n`);
+    assert.match(text, /^HTTP\/1\.1 407 /, text.slice(0, 300));
+    assert.equal(seen.length, before);
+  });
+});
+
+describe('Upgrade answered without switching, with a chunked body', () => {
+  let origin: net.Server;
+  let host: string;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+
+  before(async () => {
+    // robots.txt 404 (allow all); the upgrade gets a 400 whose body is chunked, on a kept-alive connection.
+    origin = net.createServer((socket) => {
+      socket.on('error', () => socket.destroy());
+      socket.once('data', (d: Buffer) => {
+        const path = d.toString('latin1').split(' ')[1];
+        if (path === '/robots.txt') return void socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+        socket.write('HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nno ws \r\n4\r\nhere\r\n0\r\n\r\n');
+      });
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    host = `127.0.0.1:${(origin.address() as AddressInfo).port}`;
+    proxy = await startTestProxy();
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await new Promise<void>((resolve) => origin.close(() => resolve()));
+  });
+
+  it('the client gets the 400 with its body framed as sent (chunked, with its last chunk) and Connection: close',{ timeout: 15_000 }, async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `http://${host}/ws`, host);
+    assert.match(text, /^HTTP\/1\.1 400 /, text.slice(0, 300) || '(no answer at all)');
+    const headEnd = text.indexOf('\r\n\r\n');
+    const head = text.slice(0, headEnd);
+    assert.match(head, /\r\nconnection: close(\r\n|$)/i, head);
+    assert.doesNotMatch(head, /\r\nconnection: (?!close)/i, head);
+    assert.equal(text.slice(headEnd + 4), '6\r\nno ws \r\n4\r\nhere\r\n0\r\n\r\n', 'the body keeps the framing its head announces');
+    assert.match(head, /\r\ntransfer-encoding: chunked(\r\n|$)/i, head);
   });
 });
