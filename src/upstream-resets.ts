@@ -1,6 +1,6 @@
 /**
- * One rule for upstream connections, the forwarder's pools (proxy/) and the robots.txt fetch (cache/) alike: a TCP
- * reset (`ECONNRESET`) fails the response in flight; it never ends it.
+ * One rule for upstream connections, the forwarder's pools (proxy/) and the robots.txt fetch
+ * (cache/) alike: a TCP reset (`ECONNRESET`) fails the response in flight; it never ends it.
  *
  * A response without a Content-Length ends where its framing says: a chunked body at its last
  * chunk, a close-delimited one at the connection's close (RFC 9112 §6.3, items 4 and 8). A reset is
@@ -37,19 +37,14 @@ export function resetFailure(reset: Error): Error {
 /**
  * Makes a reset of `socket` fail its response in flight: the socket's `destroy` (which Node's read
  * path calls with the `ECONNRESET`) hands undici {@link resetFailure} instead. One own method per
- * connection; nothing per request or per read. Idempotent.
+ * connection (call it once per socket); nothing per request or per read.
  */
 export function failResponsesOnReset(socket: Socket): void {
-  const marked = socket as Socket & { [RESETS_FAIL]?: true };
-  if (marked[RESETS_FAIL]) return;
-  marked[RESETS_FAIL] = true;
   const destroy = socket.destroy;
   socket.destroy = function destroyOnReset(this: Socket, error?: Error): Socket {
     return destroy.call(this, error !== undefined && isReset(error) ? resetFailure(error) : error);
   };
 }
-
-const RESETS_FAIL = Symbol('resetsFailResponses');
 
 /**
  * An undici connector whose connections follow {@link failResponsesOnReset}. A connect that fails
