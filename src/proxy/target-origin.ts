@@ -39,7 +39,8 @@ function slotOf(href: string, length: number): number {
 
 /**
  * `url.origin` of an http: or https: URL (`scheme://host[:port]`, the port only when not the
- * scheme's default), as a flat string, and for an origin met before (and still in its slot) the
+ * scheme's default), its host as {@link hostKeyOf} keys it (an IPv4-mapped IPv6 host is its IPv4
+ * address: `http://[::ffff:7f00:1]:8` is `http://127.0.0.1:8`), as a flat string, and for an origin met before (and still in its slot) the
  * same string object as before. Found through `url.href`, the URL's own serialization (no
  * parsing here): a special URL's `href` is `scheme://`, its user information and `@` if any, its
  * host and port, then its path, which always begins with `/` (WHATWG URL). A kept origin
@@ -57,11 +58,42 @@ export function originOf(url: URL): string {
     const known = originSlots[slot] as string;
     // `lastIndexOf(known, 0) === 0` is `startsWith`, at well under half its cost in V8's optimised code (issue 11).
     if (known.length === end && href.lastIndexOf(known, 0) === 0) return known;
-    const origin = flatJoin([url.protocol, url.host], '//');
+    const host = url.host;
+    // An IPv4-mapped host is keyed by its IPv4 address (never kept: its href does not begin with that).
+    if (host.lastIndexOf(MAPPED_PREFIX, 0) === 0) return flatJoin([url.protocol, hostKeyOf(host)], '//');
+    const origin = flatJoin([url.protocol, host], '//');
     if (origin.length === end) originSlots[slot] = origin;
     return origin;
   }
-  return flatJoin([url.protocol, url.host], '//');
+  return flatJoin([url.protocol, hostKeyOf(url.host)], '//');
+}
+
+/**
+ * How the URL parser (WHATWG) writes an IPv4-mapped IPv6 host: `[::ffff:` then the IPv4 address
+ * as two hexadecimal groups, `]` (RFC 4291 §2.5.5.2, `::ffff:a.b.c.d`; the five zero groups are
+ * always compressed to `::`, the IPv4 part always written in hexadecimal).
+ */
+const MAPPED_PREFIX = '[::ffff:';
+
+/** `[::ffff:HHHH:HHHH]` and an optional `:port`, exactly as the URL parser writes it (lower case, no leading zeros). */
+const MAPPED_HOST = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\](:\d+)?$/;
+
+/**
+ * The host (and port) an origin is keyed by, from `URL.host` (`host[:port]` as the URL parser
+ * writes it): an IPv4-mapped IPv6 address (`[::ffff:7f00:1]:8080`, `[::ffff:127.0.0.1]` as the
+ * client may write it) is its IPv4 address (`127.0.0.1:8080`), since a connection to it reaches
+ * that IPv4 address (RFC 4291 §2.5.5.2; RFC 4038 §4.2): one origin, one robots snapshot, one
+ * pacing queue, whichever way the client spells it. Any other host is returned as it is: other
+ * IPv6 forms that embed an IPv4 address (IPv4-translated, IPv4-compatible, NAT64) are other
+ * addresses, which the connection does not reach as that IPv4 address. Never throws.
+ */
+export function hostKeyOf(host: string): string {
+  if (!host.startsWith(MAPPED_PREFIX)) return host;
+  const mapped = MAPPED_HOST.exec(host);
+  if (mapped === null) return host;
+  const high = parseInt(mapped[1] as string, 16);
+  const low = parseInt(mapped[2] as string, 16);
+  return `${high >>> 8}.${high & 0xff}.${low >>> 8}.${low & 0xff}${mapped[3] ?? ''}`;
 }
 
 /**

@@ -1,10 +1,11 @@
 /**
  * The origin and the path-plus-query a request is keyed, matched and forwarded by, spelt as
- * `URL` spells them (they are built flat for speed, issue 11: the spelling must not change).
+ * `URL` spells them (they are built flat for speed, issue 11: the spelling must not change), but
+ * an IPv4-mapped IPv6 host keyed by its IPv4 address (one origin however the client spells it).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { originOf, pathAndQueryOf } from '../../src/proxy/target-origin.js';
+import { hostKeyOf, originOf, pathAndQueryOf } from '../../src/proxy/target-origin.js';
 
 describe('originOf and pathAndQueryOf', () => {
   it('spell the origin as URL.origin, and the path plus query as pathname + search, for http and https targets', () => {
@@ -71,5 +72,33 @@ describe('originOf and pathAndQueryOf', () => {
         assert.equal(originOf(url), url.origin, text);
       }
     }
+  });
+
+  it('key an IPv4-mapped IPv6 host by its IPv4 address, before and after its IPv4 origin took the table slot, and no other IPv6 host', () => {
+    const mapped: Array<[string, string]> = [
+      ['http://[::ffff:127.0.0.1]:8080/x', 'http://127.0.0.1:8080'],
+      ['http://[::ffff:7f00:1]:8080/x', 'http://127.0.0.1:8080'],
+      ['http://[0:0:0:0:0:FFFF:7F00:0001]:8080/x?q', 'http://127.0.0.1:8080'],
+      ['https://[::ffff:192.0.2.200]/', 'https://192.0.2.200'],
+      ['https://[::ffff:c000:2c8]:443/', 'https://192.0.2.200'],
+      ['http://[::ffff:0:0]:1/', 'http://0.0.0.0:1'],
+      ['http://[::ffff:ffff:ffff]:65535/', 'http://255.255.255.255:65535'],
+      ['http://[::ffff:a00:1]', 'http://10.0.0.1'],
+    ];
+    for (let pass = 0; pass < 2; pass++) {
+      for (const [text, origin] of mapped) {
+        assert.equal(originOf(new URL(text)), origin, text);
+        assert.equal(originOf(new URL(origin + '/y')), origin, origin);
+      }
+    }
+    // Other IPv6 addresses that embed an IPv4 address are other addresses (translated, compatible, NAT64, a mapped prefix elsewhere).
+    for (const text of ['http://[::ffff:0:7f00:1]:8/x', 'http://[::127.0.0.1]:8/x', 'http://[64:ff9b::7f00:1]:8/x', 'http://[::1:ffff:7f00:1]:8/x', 'http://[::ffff:1]:8/x', 'http://[1::ffff:7f00:1]/x']) {
+      const url = new URL(text);
+      assert.equal(originOf(url), url.origin, text);
+    }
+    assert.equal(hostKeyOf('[::ffff:7f00:1]:8080'), '127.0.0.1:8080');
+    assert.equal(hostKeyOf('[::ffff:7f00:1]'), '127.0.0.1');
+    assert.equal(hostKeyOf('example.com:8080'), 'example.com:8080');
+    assert.equal(hostKeyOf('[::ffff:0:7f00:1]'), '[::ffff:0:7f00:1]');
   });
 });
