@@ -6,7 +6,8 @@
  * `[::ffff:7f00:1]`) reaches the same IPv4 server, so it is keyed by its IPv4 address
  * (target-origin.ts, hostKeyOf), while the access line's `url` keeps the spelling the client sent.
  * Real parts: a loopback origin with a Crawl-delay, a proxy in process, plain HTTP absolute-form
- * requests, CONNECT tunnels carrying plain HTTP, and intercepted TLS tunnels to an https origin.
+ * requests, CONNECT tunnels carrying plain HTTP, and intercepted TLS tunnels to an https origin; an
+ * operator policy rule for the IPv4 host holds for the mapped spelling too.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -132,4 +133,30 @@ describe('an IPv4-mapped IPv6 CONNECT target, intercepted over TLS, is the https
       .map((l) => ({ path: new URL(String(l['url'])).pathname, atMs: Date.parse(String(l['upstreamStartedAt'])) }));
     assertStartSpacing(sent, seen, DELAY_MS);
   });
+});
+
+describe('an operator policy rule for an IPv4 host holds for its IPv4-mapped spelling', () => {
+  let origin: TestOrigin;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+
+  before(async () => {
+    origin = await startOrigin((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(req.url === '/robots.txt' ? 'User-agent: *\nAllow: /\n' : `page ${req.url}`);
+    });
+    proxy = await startTestProxy({ policy: { rules: [{ name: 'no-admin', origin: '127.0.0.1', path: '/admin', action: 'deny' }] } });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]']) {
+    it(`denies http://${host}:P/admin by the rule, and nothing reaches the origin`, async () => {
+      const answer = await proxyRequest(proxy.proxyAddress.port, `http://${host}:${origin.port}/admin/x`, { headers: { 'user-agent': UA } });
+      assert.equal(answer.decision, 'deny; reason=operator-policy; rule=no-admin');
+      assert.ok(!origin.hits.some((h) => h.url.startsWith('/admin')));
+    });
+  }
 });
