@@ -28,6 +28,7 @@ import type { ReloadReport } from '../lifecycle/reload.js';
 import type { ReportAnswer } from '../audit/report/report-service.js';
 import { systemClock, type Clock } from '../clock.js';
 import { hasBearerToken } from '../access/admin-token.js';
+import { originOf } from '../proxy/target-origin.js';
 
 /** What `/healthz` reports. */
 export interface HealthReport {
@@ -381,7 +382,8 @@ export class AdminServer {
     }
     const origin = requireHttpUrl(params, 'origin', res, ['missing-origin', 'give the origin as ?origin=, e.g. ?origin=https://example.com'], 'bad-origin');
     if (origin === undefined) return;
-    const normalised = new URL(origin).origin;
+    // Keyed as the proxy keys it (an IPv4-mapped host is its IPv4 address: target-origin.ts).
+    const normalised = originOf(new URL(origin));
     const answer = await view(normalised);
     if (answer === undefined) {
       sendError(res, 404, 'not-cached', `no robots snapshot for ${normalised} yet; GET /explain?url=${normalised}/ fetches it`);

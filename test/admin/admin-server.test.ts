@@ -212,6 +212,13 @@ describe('AdminServer GET /robots?origin=', () => {
     assert.deepEqual(body['snapshot'], JSON.parse(JSON.stringify(info)));
   });
 
+  it('keys an IPv4-mapped IPv6 origin as the proxy does: by its IPv4 address', async () => {
+    const reply = await send(port, `/robots?origin=${encodeURIComponent('http://[::ffff:127.0.0.1]:8080/x')}`);
+    assert.equal(asked.at(-1), 'http://127.0.0.1:8080');
+    assert.equal(reply.status, 404);
+    assert.match(json(reply).message as string, /no robots snapshot for http:\/\/127\.0\.0\.1:8080 yet/);
+  });
+
   it('answers 404 not-cached for an origin never fetched, 400 without or with a bad origin', async () => {
     const missing = await send(port, `/robots?origin=${encodeURIComponent('http://other.test')}`);
     assert.equal(missing.status, 404);
