@@ -143,6 +143,7 @@ export const VERDICTS_BY_REASON: Readonly<Record<DecisionReason, readonly Verdic
   'proxy-shutting-down': ['deny'],
   'fleet-unavailable': ['deny'],
   'max-forwards': ['allow'],
+  'transfer-coding-not-implemented': ['deny'],
 };
 
 /** The reasons a `report-only` request may have been spared, pre-registered at 0 in `would_deny_total`. */

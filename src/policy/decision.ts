@@ -45,6 +45,9 @@ import type { RuleKind } from '../robots/types.js';
  *   `state.redis.onUnavailable` is `deny`; answered 503 with `Retry-After` (issue 10).
  * - `max-forwards`: a TRACE or OPTIONS with `Max-Forwards: 0`, answered by the proxy itself
  *   as the final recipient (200; RFC 9110 §7.6.2); nothing reaches the origin.
+ * - `transfer-coding-not-implemented`: the request's `Transfer-Encoding` names a transfer coding
+ *   other than a single final `chunked` (e.g. `gzip, chunked`), which the proxy cannot decode nor
+ *   pass on: answered 501 with `Connection: close` before robots.txt or pacing (RFC 9112 §6.1).
  */
 export type DecisionReason =
   | 'rule-allow'
@@ -70,7 +73,8 @@ export type DecisionReason =
   | 'internal-error'
   | 'proxy-shutting-down'
   | 'fleet-unavailable'
-  | 'max-forwards';
+  | 'max-forwards'
+  | 'transfer-coding-not-implemented';
 
 /** The reasons robots.txt itself gives (RFC 9309 §2.2.2, §2.3.1); an operator's `allow` or `report` rule overrides only these. */
 export const ROBOTS_REASONS: readonly DecisionReason[] = [
@@ -103,6 +107,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'proxy-shutting-down',
   'fleet-unavailable',
   'max-forwards',
+  'transfer-coding-not-implemented',
 ];
 
 /** `allow` or `deny`. */

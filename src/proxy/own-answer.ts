@@ -56,9 +56,9 @@ export function ownAnswerEntry(req: IncomingMessage, decision: Decision, facts: 
 }
 
 /**
- * Answers a request the pipeline never saw (400, 421, a loop) with the
- * proxy's own response for `decision`, and audits it. After a `bad-request`
- * the connection is closed: its framing is not to be trusted. Throws only what
+ * Answers a request the pipeline never saw (400, 421, 501, a loop) with the
+ * proxy's own response for `decision`, and audits it. After a `bad-request` or a
+ * `transfer-coding-not-implemented` the connection is closed: its framing is not to be trusted. Throws only what
  * `res` throws (for the caller's error boundary).
  */
 export function refuseRequest(
@@ -71,8 +71,9 @@ export function refuseRequest(
   const startedAtMs = deps.clock.nowMs();
   const rendered = renderProxyResponse(decision, { accept: req.headers['accept'], nowMs: startedAtMs, requestId: requestIdOf(req) });
   const bytesSent = req.method === 'HEAD' ? 0 : Buffer.byteLength(rendered.body);
-  // After bad-request, or a refusal of a request whose client waits for 100 Continue before sending its body.
-  const close = decision.reason === 'bad-request' || awaitsContinue(req) ? { connection: 'close' } : {};
+  // After bad-request or an unimplemented transfer coding (a body not to be read as framed), or a
+  // refusal of a request whose client waits for 100 Continue before sending its body.
+  const close = decision.reason === 'bad-request' || decision.reason === 'transfer-coding-not-implemented' || awaitsContinue(req) ? { connection: 'close' } : {};
   res.writeHead(rendered.status, { ...rendered.headers, ...close, 'content-length': String(Buffer.byteLength(rendered.body)) });
   res.end(req.method === 'HEAD' ? undefined : rendered.body);
   req.resume();

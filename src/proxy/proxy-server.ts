@@ -2,7 +2,8 @@
  * The proxy listener: absolute-form HTTP requests go through the
  * {@link RequestPipeline}; CONNECT goes to the {@link ConnectHandler};
  * `Upgrade` requests (WebSocket) are decided like any other request and then
- * relayed by http-proxy. Anything else gets 400 with an explanation.
+ * relayed by http-proxy. Anything else gets 400 with an explanation; a request
+ * in a transfer coding other than chunked gets 501 (transfer-coding.ts).
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -19,6 +20,7 @@ import { answerClientError, refuseRequest } from './own-answer.js';
 import { missingHostDetail, parseProxyTarget } from './proxy-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import { acceptWithStableSocketOptions } from './socket-accept.js';
+import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -151,6 +153,9 @@ export class ProxyServer {
       const decision = decideWithoutRobots('bad-request', { origin: target.origin, detail: 'the target is this proxy itself (forwarding loop)' });
       return refuseRequest(this.deps, req, res, decision, 'http');
     }
+    // A body in a transfer coding other than chunked cannot be forwarded (RFC 9112 §6.1): 501, before robots.txt or pacing.
+    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
+    if (codings !== undefined) return refuseRequest(this.deps, req, res, transferCodingRefusal(target, codings), 'http');
     void this.deps.pipeline.handle({ req, res, target, via: 'http', boundary: this.boundary });
   }
 

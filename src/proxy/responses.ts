@@ -97,6 +97,8 @@ export function statusFor(decision: Decision): number {
       return decision.upstream?.timedOut ? 504 : 502;
     case 'internal-error':
       return 500;
+    case 'transfer-coding-not-implemented':
+      return 501;
     case 'client-timeout':
       return 408;
     default:
@@ -322,6 +324,8 @@ function summary(d: Decision): string {
       return 'The request body stopped arriving; the proxy stopped waiting for it.';
     case 'max-forwards':
       return 'Max-Forwards was 0: the proxy answered as the final recipient (RFC 9110 §7.6.2).';
+    case 'transfer-coding-not-implemented':
+      return 'The request body is sent with a transfer coding this proxy does not implement (the detail names it); only chunked is. Send the body with chunked alone or with Content-Length (RFC 9112 §6.1).';
     default:
       return `Allowed (${d.reason}).`;
   }

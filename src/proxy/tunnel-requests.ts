@@ -3,8 +3,9 @@
  * alike. It never listens: each tunnel hands it its socket with a
  * {@link TunnelSession}. Every request and every Upgrade is bound to the
  * tunnel's origin ({@link resolveTunnelRequest}: 400 for what cannot be
- * parsed, 421 for another origin), then goes through the same pipeline (or
- * Upgrade relay) as an absolute-form request to that origin.
+ * parsed, 421 for another origin; a request in a transfer coding other than
+ * chunked is 501, see transfer-coding.ts), then goes through the same pipeline
+ * (or Upgrade relay) as an absolute-form request to that origin.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -18,6 +19,7 @@ import type { RequestPipeline } from './pipeline.js';
 import { missingHostDetail } from './proxy-target.js';
 import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
 import { ConnectionTracker } from './connection-drain.js';
+import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
 import type { UpgradeRelay } from './upgrade.js';
 import type { AdmittedClient } from '../access/access-control.js';
 
@@ -142,6 +144,9 @@ export class TunnelRequestServer {
     const via = viaOf(session);
     const bound = this.bind(req, session);
     if (!(bound instanceof URL)) return refuseRequest(this.deps, req, res, bound, via);
+    // A body in a transfer coding other than chunked cannot be forwarded (RFC 9112 §6.1): 501, before robots.txt or pacing.
+    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
+    if (codings !== undefined) return refuseRequest(this.deps, req, res, transferCodingRefusal(bound, codings), via);
     const boundary = this.boundaries[via];
     void this.deps.pipeline.handle(session.admitted ? { req, res, target: bound, via, tunnel: session.admitted, boundary } : { req, res, target: bound, via, boundary });
   }

@@ -175,6 +175,7 @@ describe('renderProxyResponse', () => {
       [decideWithoutRobots('tunnel-denied'), 403],
       [decideWithoutRobots('misdirected'), 421],
       [decideWithoutRobots('internal-error'), 500],
+      [decideWithoutRobots('transfer-coding-not-implemented'), 501],
       [decideWithoutRobots('proxy-shutting-down'), 503],
       [{ ...decideWithoutRobots('upstream-error'), upstream: { error: 'ECONNREFUSED' } }, 502],
       [{ ...decideWithoutRobots('upstream-error'), upstream: { error: 'UND_ERR_HEADERS_TIMEOUT', timedOut: true } }, 504],
