@@ -333,13 +333,14 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       // 429/503 must not then get the pages at full speed, whether they are disallowed (enforce),
       // forwarded anyway (report mode, an operator allow rule) or allowed by a kept snapshot
       // (RFC 9309 §2.3.1.4; DESIGN.md "Pacing semantics"); for a fleet, every instance pauses.
+      // The log's times are whole ms (README): the pause's end rounded up, never before the pause.
       const pausedUntilMs = pacer.applyOverload(origin, { status: snapshot.info.status, retryAfter });
       // The content hash goes to the log too, so `report --from-logs` sees which fetches changed the file.
       const sha256 = body === null ? null : contentHashOf(body);
       ledger?.recordRobotsFetch({ origin, snapshot, body, ...(sha256 === null ? {} : { sha256 }) });
       // Once per fetch: the parse warnings (ignored lines, clamped values, truncation, HTML body), at most ~100 short ones.
       logger.info(
-        { event: 'robots-fetch', origin, robots: snapshot.info, sha256, warnings: snapshot.robots?.warnings ?? [], ...(pausedUntilMs === undefined ? {} : { pausedUntilMs }) },
+        { event: 'robots-fetch', origin, robots: snapshot.info, sha256, warnings: snapshot.robots?.warnings ?? [], ...(pausedUntilMs === undefined ? {} : { pausedUntilMs: Math.ceil(pausedUntilMs) }) },
         'robots.txt fetched',
       );
       return { ...snapshot, body };

@@ -208,9 +208,8 @@ export class Pacer {
    * statuses, and a closed pacer, change nothing.
    * @param origin `scheme://host[:port]`, normalised as for {@link Pacer.acquire}.
    * @param answer the robots.txt answer's status (undefined: no answer) and `Retry-After` field value.
-   * @returns the end of the origin's pause, ms since the epoch as a whole number (rounded up: the
-   *   log's and the fleet's figure is never earlier than the pause), when it is paused after this
-   *   call by this answer (or by a longer pause it already had); undefined when nothing was paused. Never throws.
+   * @returns the end of the origin's pause, ms since the epoch, when it is paused after this call
+   *   by this answer (or by a longer pause it already had); undefined when nothing was paused. Never throws.
    */
   applyOverload(origin: string, answer: ReleaseOutcome): number | undefined {
     if (this.#isClosed || (answer.status !== 429 && answer.status !== 503)) return undefined;
@@ -220,7 +219,7 @@ export class Pacer {
     const pausedUntilMs = state.timing.pausedUntilMs;
     // Arms the origin's timer (its waiters wait for the pause) or, with nothing left to keep, drops the state.
     this.#pump(state, nowMs);
-    return pausedUntilMs > nowMs ? Math.ceil(pausedUntilMs) : undefined;
+    return pausedUntilMs > nowMs ? pausedUntilMs : undefined;
   }
 
   /** Queue and in-flight figures of one origin, or undefined when the pacer holds no state for it. */

@@ -49,13 +49,6 @@ describe('Pacer.applyOverload (robots.txt answered 429/503)', () => {
     assert.equal(h.pacer.applyOverload(A, { status: 429, retryAfter: 'soon' }), t0 + 1000, 'second attempt: 0.5 * 2000');
   });
 
-  it('returns a whole number of ms, rounded up, when the jittered backoff is fractional', () => {
-    const h = new Harness({ backoffBaseMs: 1000, backoffCapMs: 60_000, random: () => 0.123456 });
-    const t0 = h.clock.nowMs();
-    const untilMs = h.pacer.applyOverload(A, { status: 503 });
-    assert.equal(untilMs, Math.ceil(t0 + 123.456), 'the log line documents whole milliseconds');
-  });
-
   it('500, 404, 200 and no answer pause nothing and leave no state', () => {
     const h = new Harness();
     for (const status of [500, 502, 404, 200, undefined]) {

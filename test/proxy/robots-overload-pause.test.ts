@@ -85,6 +85,7 @@ describe('robots.txt answered 429/503 pauses the origin\'s pages', () => {
     assert.equal(robots.status, 429);
     const pausedUntilMs = line?.['pausedUntilMs'];
     assert.equal(typeof pausedUntilMs, 'number');
+    assert.ok(Number.isInteger(pausedUntilMs), `whole ms, as every time in the log: ${String(pausedUntilMs)}`);
     assert.ok(Math.abs((pausedUntilMs as number) - robots.fetchedAtMs - 3_000) <= 5, `pausedUntilMs ${String(pausedUntilMs)} vs fetchedAtMs ${robots.fetchedAtMs}`);
   });
 
