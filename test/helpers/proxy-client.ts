@@ -72,6 +72,16 @@ export function connectFrom(port: number, authority: string, localAddress: strin
   });
 }
 
+/** The value of field `name` (lower case) in a raw HTTP head `text` (as {@link rawExchange} gives it), or undefined. */
+export function rawHeader(text: string, name: string): string | undefined {
+  const head = text.split('\r\n\r\n')[0] ?? '';
+  return head
+    .split('\r\n')
+    .find((line) => line.toLowerCase().startsWith(`${name}:`))
+    ?.slice(name.length + 1)
+    .trim();
+}
+
 /** Writes `text` on a new connection to 127.0.0.1:`port` and resolves with everything read until the server closes (or `timeoutMs`). */
 export function rawExchange(port: number, text: string, timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {

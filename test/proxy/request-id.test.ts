@@ -12,22 +12,12 @@ import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createRequestIdGenerator } from '../../src/proxy/request-id.js';
 import { captureLogs, siteHandler, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
-import { proxyRequest, rawExchange, waitFor } from '../helpers/proxy-client.js';
+import { proxyRequest, rawExchange, rawHeader, waitFor } from '../helpers/proxy-client.js';
 import { openConnect, readToEnd, startClientTls } from '../helpers/https-support.js';
 
 const HEADER = 'x-robots-proxy-request-id';
 const ID = /^[0-9a-f]{12}-[0-9a-z]+$/;
 const BOT_UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
-
-/** The value of `name` in a raw HTTP head, or undefined. */
-function rawHeader(text: string, name: string): string | undefined {
-  const head = text.split('\r\n\r\n')[0] ?? '';
-  return head
-    .split('\r\n')
-    .find((line) => line.toLowerCase().startsWith(`${name}:`))
-    ?.slice(name.length + 1)
-    .trim();
-}
 
 describe('createRequestIdGenerator', () => {
   it('gives <prefix>-<base-36 counter>, distinct ids, one random prefix per generator', () => {

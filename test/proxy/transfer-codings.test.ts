@@ -11,23 +11,13 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type net from 'node:net';
 import { captureLogs, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
-import { rawExchange, waitFor } from '../helpers/proxy-client.js';
+import { rawExchange, rawHeader, waitFor } from '../helpers/proxy-client.js';
 import { createTestPki, openConnect, readToEnd, startClientTls, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
 import { unimplementedCodingsOf } from '../../src/proxy/transfer-coding.js';
 
 const UA = 'ExampleBot/1.0';
 /** A chunked body of 3 bytes (whatever coding the field claims for them). */
 const CHUNKED_BODY = '3\r\nabc\r\n0\r\n\r\n';
-
-/** The value of `name` in a raw HTTP head, or undefined. */
-function rawHeader(text: string, name: string): string | undefined {
-  const head = text.split('\r\n\r\n')[0] ?? '';
-  return head
-    .split('\r\n')
-    .find((line) => line.toLowerCase().startsWith(`${name}:`))
-    ?.slice(name.length + 1)
-    .trim();
-}
 
 describe('unimplementedCodingsOf', () => {
   it('names every coding but a final chunked; chunked alone, in any case, is none', () => {
