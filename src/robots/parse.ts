@@ -154,9 +154,11 @@ function isSpace(code: number): boolean {
   return code === 0x20 || (code >= 0x09 && code <= 0x0d);
 }
 
-/** Recognises a key, with the reference's typos (RFC 9309 §2.2; reference ParsedRobotsKey). */
-function classifyKey(key: string): Directive {
-  const k = key.toLowerCase();
+/** The keys as RFC 9309 §2.2 and the extensions spell them (lower case): any other spelling {@link classifyKey} accepts is a `lenient-key` warning. */
+const CANONICAL_KEYS: ReadonlySet<string> = new Set(['user-agent', 'allow', 'disallow', 'sitemap', 'crawl-delay', 'request-rate']);
+
+/** Recognises a key (lower case), with the reference's typos (RFC 9309 §2.2; reference ParsedRobotsKey). */
+function classifyKey(k: string): Directive {
   if (k.startsWith('user-agent') || k.startsWith('useragent') || k.startsWith('user agent')) return 'user-agent';
   if (k.startsWith('allow')) return 'allow';
   if (
@@ -233,6 +235,7 @@ class RobotsBuilder {
 
     let sep = line.indexOf(':');
     let valueStart: number;
+    const hasColon = sep !== -1;
     if (sep === -1) {
       // Reference leniency: "key value" without a colon, exactly two tokens.
       sep = findSpace(line, 0);
@@ -246,7 +249,14 @@ class RobotsBuilder {
     const key = trim(line.slice(0, sep));
     if (key.length === 0) return this.warn(lineNumber, 'invalid-line', 'line has an empty key');
     const value = trim(line.slice(valueStart));
-    this.record(lineNumber, classifyKey(key), key, value);
+    const lowerKey = key.toLowerCase();
+    const directive = classifyKey(lowerKey);
+    // Read as the reference matcher reads it, but not as written: said, so the operator can mend it.
+    if (directive !== 'unknown' && (!hasColon || !CANONICAL_KEYS.has(lowerKey))) {
+      const how = hasColon ? `the key "${shown(key)}"` : `"${shown(key)}" without a colon`;
+      this.warn(lineNumber, 'lenient-key', `${how} read as ${directive}, as the reference matcher reads it; write "${directive}:"`);
+    }
+    this.record(lineNumber, directive, key, value);
   }
 
   private record(line: number, directive: Directive, key: string, value: string): void {

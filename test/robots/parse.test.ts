@@ -25,6 +25,18 @@ describe('parseRobotsTxt: lenient reading of real files', () => {
     }
   });
 
+  it('reads misspelt keys and colon-less lines as the reference does, and says so (lenient-key)', () => {
+    const body = 'User agent: foo\nDisalow: /a\nAllow /b\nUseragent: bar\nDisallow: /c\nSitemap http://e/s.xml\nCrawl_delay: 2\nuser-agent: baz\nDISALLOW: /d\n';
+    const robots = parseRobotsTxt(body);
+    assert.deepEqual(groupFor(body, 'foo')?.rules.map((r) => `${r.kind}:${r.pattern}`), ['disallow:/a', 'allow:/b']);
+    const lenient = robots.warnings.filter((w) => w.code === 'lenient-key');
+    assert.deepEqual(lenient.map((w) => w.line), [1, 2, 3, 4, 6, 7], 'every line whose key is not written as the RFC spells it; case alone is no warning');
+    assert.match(lenient[0]!.message, /the key "User agent" read as user-agent.*write "user-agent:"/);
+    assert.match(lenient[2]!.message, /"Allow" without a colon read as allow/);
+    assert.match(lenient[4]!.message, /the key "Sitemap http" read as sitemap/);
+    assert.deepEqual(parseRobotsTxt('User-Agent: a\nAllow: /\nDisallow: /x\nCrawl-delay: 1\nRequest-rate: 1/5\nSitemap: https://e/s.xml\nNoindex: /y\n').warnings.map((w) => w.code), ['unknown-directive'], 'canonical keys: none');
+  });
+
   it('numbers the lines of the reference reporting example', () => {
     const body =
       'User-Agent: foo\nAllow: /some/path\nUser-Agent bar # no\nabsolutely random line\n#so comment, much wow\n\nunicorns: /extinct\nnoarchive: /some\nDisallow: /\nError #and comment\nuseragent: baz\ndisallaw: /some\nsite-map: https://e/s.xml #comment\nsitemap: https://e/t.xml\nNoarchive: /someCapital\n';
