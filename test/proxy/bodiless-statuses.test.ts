@@ -8,46 +8,33 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net, { type AddressInfo } from 'node:net';
 import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { rawExchange, waitFor } from '../helpers/proxy-client.js';
+import { startRawOrigin, type RawAnswer, type RawOrigin } from '../helpers/raw-origin.js';
 
 /** The origin's answers by path (keep-alive; robots.txt is a 404: allow all). */
-const ANSWERS: Record<string, string> = {
-  '/robots.txt': 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n',
-  '/not-modified': 'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\nContent-Length: 1234\r\n\r\n',
-  '/no-content': 'HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n',
-  '/ok': 'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npage',
+const ANSWERS: Record<string, RawAnswer> = {
+  '/not-modified': { bytes: 'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\nContent-Length: 1234\r\n\r\n' },
+  '/no-content': { bytes: 'HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n' },
+  '/ok': { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npage' },
 };
 
 describe('a 304 or 204 carrying Content-Length', () => {
-  let origin: net.Server;
+  let origin: RawOrigin;
   let host: string;
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
   let logs: LogCapture;
 
   before(async () => {
-    origin = net.createServer((socket) => {
-      socket.on('error', () => socket.destroy());
-      let pending = '';
-      socket.on('data', (d: Buffer) => {
-        pending += d.toString('latin1');
-        for (let end = pending.indexOf('\r\n\r\n'); end >= 0; end = pending.indexOf('\r\n\r\n')) {
-          const path = pending.split(' ')[1] ?? '';
-          pending = pending.slice(end + 4);
-          socket.write(ANSWERS[path] ?? 'HTTP/1.1 500 Nope\r\nContent-Length: 0\r\n\r\n');
-        }
-      });
-    });
-    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
-    host = `127.0.0.1:${(origin.address() as AddressInfo).port}`;
+    origin = await startRawOrigin(ANSWERS);
+    host = origin.host;
     logs = captureLogs();
     proxy = await startTestProxy({}, { logger: logs.logger });
   });
 
   after(async () => {
     await proxy?.close();
-    await new Promise<void>((resolve) => origin.close(() => resolve()));
+    await origin?.close();
   });
 
   for (const [path, status] of [
