@@ -75,6 +75,10 @@ export function extractProductTokens(userAgent: string): string[] {
  * punctuation (see product-token.ts): `Example!` gives `Example`, a
  * domain-style name gives the part before its first dot
  * (`ExampleIndex.example/2.0` gives `ExampleIndex`), `MJ12bot` stays whole.
+ * A name run straight into a dotted version, no `/` between
+ * (`trendictionbot0.5.0`, `larbin_2.6.3`), gives the whole name and, right
+ * after it, the name without the version (`trendictionbot0`, then
+ * `trendictionbot`): sites write the latter after `User-agent:`.
  *
  * Order (extension, not in RFC 9309), the rule that picks when a robots.txt
  * file names several candidates: first the names that look like a
@@ -244,7 +248,8 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
   let start = 0;
   // Leading quotes and brackets (`[en]`, `"Foo"`), but not a dot: `.NET` names nothing.
   while (start < part.length && !isNameChar(part.charCodeAt(start)) && part.charCodeAt(start) !== 0x2e) start++;
-  const name = leadingName(start === 0 ? part : part.slice(start));
+  const rest = start === 0 ? part : part.slice(start);
+  const name = leadingName(rest);
   if (name.length === 0) return;
   const lower = name.toLowerCase();
   if (isVersionName(lower) && !(isProductName && isDigits(lower))) return;
@@ -254,6 +259,32 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
     return;
   }
   reading.found.push({ token: name, kind: kindOf(lower, isProductName), position, comment: reading.comment });
+  const stem = gluedVersionStem(rest, name);
+  if (stem === undefined) return;
+  const stemLower = stem.toLowerCase();
+  if (isVersionName(stemLower) || isGenericName(stemLower)) return;
+  // Right after the whole name (same kind and position; the sort is stable), so a group written for the
+  // whole name (`User-agent: Twiceler-0.9` reads `Twiceler-0`) still wins over one for the stem.
+  reading.found.push({ token: stem, kind: kindOf(stemLower, isProductName), position, comment: reading.comment });
+}
+
+/**
+ * The name without the version glued to it, when `rest` (a part of a word, from its name on) is a
+ * name run straight into a dotted version with no `/` between (`trendictionbot0.5.0`,
+ * `larbin_2.6.2`, `Twiceler-0.9`, `NaverBot-1.0`): the name's trailing digits, then a trailing `-`
+ * or `_`, dropped (`trendictionbot`, `larbin`, `Twiceler`, `NaverBot`); the name read whole
+ * (`trendictionbot0`) is named by no robots.txt. Only when a `.` and a digit follow the name's
+ * trailing digits: `MJ12bot`, `360Spider` and `Nokia6230i` keep their digits (product-token.ts).
+ * @returns the stem (the name itself when nothing was dropped: a duplicate, which ranking drops), or
+ *   undefined when there is no glued version or one character or none is left.
+ */
+function gluedVersionStem(rest: string, name: string): string | undefined {
+  const after = name.length;
+  if (after + 1 >= rest.length || rest.charCodeAt(after) !== 0x2e /* . */ || !isDigit(rest.charCodeAt(after + 1))) return undefined;
+  let end = after;
+  while (end > 0 && isDigit(name.charCodeAt(end - 1))) end--;
+  while (end > 0 && (name.charCodeAt(end - 1) === 0x2d /* - */ || name.charCodeAt(end - 1) === 0x5f /* _ */)) end--;
+  return end > 1 ? name.slice(0, end) : undefined;
 }
 
 const KIND_ORDER: Readonly<Record<CandidateKind, number>> = { crawler: 0, other: 1, library: 2, platform: 3 };

@@ -199,6 +199,26 @@ describe('names with digits (issue 7, item 4)', () => {
     assert.deepEqual(extractProductTokens('360Spider'), ['360Spider']);
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; 008/0.83; http://www.80legs.com/webcrawler.html)'), ['008']);
   });
+  it('a version glued to the name (no `/`): the name without it is a candidate too, after the whole name', () => {
+    // Before: `trendictionbot0` alone, so `User-agent: Trendictionbot` (7 corpus files) never applied to
+    // the crawler, nor `User-agent: larbin` (135) to `larbin_2.6.3`, nor `User-agent: twiceler` (18).
+    const trendiction = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; trendictionbot0.5.0; trendiction search; http://www.trendiction.de/bot; please let us know of any problems; web at trendiction.com) Gecko/20100101 Firefox/125.0';
+    assert.deepEqual(extractProductTokens(trendiction).slice(0, 3), ['trendictionbot0', 'trendictionbot', 'trendiction']);
+    assert.equal(receivesGroupFor('Trendictionbot', trendiction), true);
+    assert.deepEqual(extractProductTokens('larbin_2.6.3 larbin2.6.3@unspecified.mail'), ['larbin_2', 'larbin']);
+    assert.equal(receivesGroupFor('larbin', 'larbin_2.6.3 larbin2.6.3@unspecified.mail'), true);
+    assert.equal(receivesGroupFor('twiceler', 'Mozilla/5.0 (Twiceler-0.9 http://www.cuil.com/twiceler/robot.html)'), true);
+    assert.deepEqual(extractProductTokens('NaverBot-1.0 (NHN Corp.)'), ['NaverBot-1', 'NaverBot', 'NHN', 'Corp']);
+    // A group written with the version (`User-agent: Twiceler-0.9` reads `Twiceler-0`) still wins over the stem's.
+    const both = parseRobotsTxt('User-agent: twiceler\nDisallow: /stem\n\nUser-agent: Twiceler-0.9\nDisallow: /whole\n');
+    assert.equal(selectGroup(both, extractProductTokens('Twiceler-0.9')).group?.productToken, 'Twiceler-0');
+    // Digits not followed by a dotted version stay part of the name, alone.
+    assert.deepEqual(extractProductTokens('MJ12bot'), ['MJ12bot']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Nokia6230i/2.0)'), ['Nokia6230i']);
+    assert.deepEqual(extractProductTokens('a1.2'), ['a1']);
+    assert.deepEqual(extractProductTokens('ExampleScan9.example/2.0'), ['ExampleScan9']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleScan9+)'), ['ExampleScan9']);
+  });
   it('a name of digits alone counts only as a product name', () => {
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; 008)'), []);
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (Linux; Android 11; Pixel 5)'), ['Pixel']);
