@@ -3,7 +3,8 @@
  * The only place where a robots.txt outcome becomes a verdict and a reason.
  */
 import { evaluate } from '../robots/match.js';
-import { normalisePath, originDecodedPath, originResolvedPath } from '../robots/encoding.js';
+import { holdsOriginDecodedEscape, normalisePath, originDecodedPath, originResolvedPath } from '../robots/encoding.js';
+import type { Rule } from '../robots/types.js';
 import { ROBOTS_REASONS, type Decision, type DecisionIdentity, type DecisionReason } from './decision.js';
 import type { PolicyMatch } from './operator-policy.js';
 import type { RobotsSnapshot } from './snapshot.js';
@@ -30,7 +31,9 @@ export interface DecisionRequest {
  * An allowed path is also decided as an origin may resolve it
  * (`originResolvedPath`: encoded slashes, `//`, dot segments) and then decode
  * it (`originDecodedPath`: `%3A` -> `:`, `%40` -> `@`, ...); when that is
- * disallowed, so is the request, and `path` names the spelling decided.
+ * disallowed, so is the request, and `path` names the spelling decided, except
+ * that an `allow` written with the escaped spelling, at least as long as the
+ * refusing rule, keeps the request allowed ({@link isEscapedSpellingAllowed}).
  * Pure; never throws.
  */
 export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Decision {
@@ -46,11 +49,12 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
       const alternative = evaluate(snapshot.robots, request.productTokens, resolved);
       if (!alternative.allowed) r = alternative;
     }
-    // `/wiki/Special%3ASearch` is served as `/wiki/Special:Search`: decided as that spelling too.
+    // `/wiki/Special%3ASearch` is served as `/wiki/Special:Search`: decided as that spelling too,
+    // unless the site allowed the escaped spelling itself, at least as specifically.
     const decoded = r.allowed ? originDecodedPath(resolved ?? r.path) : undefined;
     if (decoded !== undefined) {
       const alternative = evaluate(snapshot.robots, request.productTokens, decoded);
-      if (!alternative.allowed) r = alternative;
+      if (!alternative.allowed && !isEscapedSpellingAllowed(r.rule, alternative.rule)) r = alternative;
     }
     return {
       origin: request.origin,
@@ -82,6 +86,20 @@ export function decide(snapshot: RobotsSnapshot, request: DecisionRequest): Deci
     rule: null,
     crawlDelaySeconds: null,
   };
+}
+
+/**
+ * Whether `allowed`, the rule that allowed a request as sent, keeps it allowed although its
+ * origin-decoded spelling is refused by `refusing`: when it is an `allow` whose pattern is written
+ * with an escape origins decode (`Allow: /wiki/Special%3ARandom` beside `Disallow: /wiki/Special:`)
+ * and at least as long (§2.2.2: the longest match wins, allow wins a tie). The site named that
+ * escaped spelling on purpose, and RFC 9309 allows it; a pattern without such an escape
+ * (`Allow: /`) says nothing about the spelling, so the decoded one decides (README "No bypass
+ * by encoding"). Pure.
+ */
+function isEscapedSpellingAllowed(allowed: Rule | undefined, refusing: Rule | undefined): boolean {
+  if (allowed === undefined || allowed.kind !== 'allow' || refusing === undefined) return false;
+  return holdsOriginDecodedEscape(allowed.pattern) && allowed.priority >= refusing.priority;
 }
 
 /**

@@ -346,6 +346,18 @@ function resolvePath(path: string): string | undefined {
  */
 const DECODED_BY_ORIGINS = /%(?:2[16-9BC]|3[ABD]|40|5[BD])/gi;
 
+/** {@link DECODED_BY_ORIGINS} without the global flag: `test` keeps no state between calls. */
+const HOLDS_DECODED_BY_ORIGINS = /%(?:2[16-9BC]|3[ABD]|40|5[BD])/i;
+
+/**
+ * Whether a normalised pattern (or path) holds an escape that origin servers decode
+ * ({@link originDecodedPath}: `%3A`, `%40`, `%28`, ...): a rule written with the escaped spelling
+ * names that spelling on purpose (`Allow: /wiki/Special%3ARandom`). Pure; never throws.
+ */
+export function holdsOriginDecodedEscape(pattern: string): boolean {
+  return pattern.indexOf('%') !== -1 && HOLDS_DECODED_BY_ORIGINS.test(pattern);
+}
+
 /**
  * The path with the escapes of reserved characters that origin servers decode
  * ({@link DECODED_BY_ORIGINS}: `%3A` -> `:`, `%40` -> `@`, `%28` -> `(`, ...) decoded in its

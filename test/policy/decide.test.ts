@@ -103,6 +103,24 @@ describe('decide', () => {
     }
   });
 
+  it('an allow written with the escaped spelling keeps it allowed when at least as specific as the decoded spelling\'s disallow', () => {
+    // Before: `/wiki/Special%3ARandom` was refused by `Disallow: /wiki/Special:` though the site allowed that spelling
+    // explicitly (RFC 9309 and the reference allow it).
+    const robots = snapshot('ok', 'User-agent: *\nAllow: /wiki/Special%3ARandom\nDisallow: /wiki/Special:\nAllow: /a%40\nDisallow: /a@b/secret\nAllow: /\nDisallow: /p:q\nAllow: /x%28y\nDisallow: /x(y\nAllow: /m%\nDisallow: /m\nAllow: /t%3A\nDisallow: /t:xy\n');
+    // `/t%3Axy`: `Allow: /t%3A` and `Disallow: /t:xy` are both 5 octets long, and allow wins a tie (§2.2.2).
+    for (const path of ['/wiki/Special%3ARandom', '/wiki/Special%3aRandom/x', '/a%40b', '/x%28y', '/t%3Axy']) {
+      const d = decide(robots, request(path, ['AnyBot']));
+      assert.equal(d.verdict, 'allow', path);
+      assert.equal(d.reason, 'rule-allow', path);
+    }
+    // A longer disallow of the decoded spelling still refuses; so does one the allow names no escape for.
+    for (const [path, pattern] of [['/wiki/Special%3ASearch', '/wiki/Special:'], ['/wiki/Special:Random', '/wiki/Special:'], ['/a%40b/secret', '/a@b/secret'], ['/p%3Aq', '/p:q'], ['/m%3Ax', '/m']]) {
+      const d = decide(robots, request(path as string, ['AnyBot']));
+      assert.equal(d.verdict, 'deny', path);
+      assert.equal(d.rule?.pattern, pattern, path);
+    }
+  });
+
   it('builds robots-less decisions with a reason and detail', () => {
     const d = decideWithoutRobots('target-private-network', { origin: 'http://10.0.0.1', detail: 'private' });
     assert.equal(d.verdict, 'deny');

@@ -14,7 +14,7 @@ describe('robots.txt rules and the reserved-character escapes an origin decodes'
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
 
   before(async () => {
-    site = await startOrigin(siteHandler({ robots: 'User-agent: *\nDisallow: /wiki/Special:\nDisallow: /mail/@admin\nDisallow: /p(1)\n' }));
+    site = await startOrigin(siteHandler({ robots: 'User-agent: *\nDisallow: /wiki/Special:\nAllow: /wiki/Special%3ARandom\nDisallow: /mail/@admin\nDisallow: /p(1)\n' }));
     proxy = await startTestProxy({ pacing: { maxConcurrency: 16 } });
   });
 
@@ -32,6 +32,14 @@ describe('robots.txt rules and the reserved-character escapes an origin decodes'
       assert.equal(r.headers['x-robots-proxy-decision'], 'deny; reason=rule-disallow', path);
     }
     assert.deepEqual(site.hits.map((h) => h.url).filter((url) => url !== '/robots.txt'), []);
+  });
+
+  it('lets through the escaped spelling the site allowed itself (before: refused by the shorter Disallow of the decoded one)', async () => {
+    const r = await get('/wiki/Special%3ARandom');
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['x-robots-proxy-decision'], 'allow; reason=rule-allow');
+    assert.ok(site.hits.some((h) => h.url === '/wiki/Special%3ARandom'));
+    assert.equal((await get('/wiki/Special:Random')).status, 403);
   });
 
   it('leaves the query as sent, and other paths alone', async () => {
