@@ -46,6 +46,7 @@ import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
 import { runUntilStopped } from './lifecycle/process-handlers.js';
 import { decideWithoutRobots } from './policy/decide.js';
 import { resetsFailResponses } from './upstream-resets.js';
+import { skipsUnsolicitedContinue } from './upstream-continue.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -284,11 +285,14 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const createRobotsAgent = (connectTimeoutMs: number): Agent =>
     new Agent({
       // A reset fails the robots.txt body in flight: a cut file is unreachable, never parsed (upstream-resets.ts).
+      // An unsolicited 100 Continue before the robots.txt answer is read past (upstream-continue.ts).
       connect: resetsFailResponses(
-        guard.connector({
-          timeout: connectTimeoutMs,
-          ...(upstreamTls ? { secureContext: upstreamTls } : {}),
-        }),
+        skipsUnsolicitedContinue(
+          guard.connector({
+            timeout: connectTimeoutMs,
+            ...(upstreamTls ? { secureContext: upstreamTls } : {}),
+          }),
+        ),
       ),
     });
   let robotsAgent = createRobotsAgent(config.upstream.connectTimeoutMs);

@@ -16,6 +16,7 @@ import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock } from '../clock.js';
 import { HoldList, type HeldSlot } from '../pacing/hold-list.js';
 import { resetsFailResponses } from '../upstream-resets.js';
+import { skipsUnsolicitedContinue } from '../upstream-continue.js';
 
 /** Options of {@link UpstreamForwarder}. Durations in ms. */
 export interface ForwarderOptions {
@@ -102,6 +103,30 @@ export interface RelayOutcome {
   clientAborted: boolean;
   /** True when the upstream response had ended (whatever happened to its delivery to the client). */
   upstreamEnded: boolean;
+}
+
+/**
+ * Relays an origin's `103 Early Hints` (RFC 8297) to the client before the final response: its
+ * `Link` fields only (what the status is defined for; the others may be hop-by-hop), through Node's
+ * `writeEarlyHints`. RFC 9110 §15.2: a proxy forwards a 1xx unless the client's connection is
+ * HTTP/1.0 (or earlier), which cannot parse one: then, and when there is no `Link` field, nothing
+ * is sent. Once the final head is out (never, as the relay holds it until the first body byte),
+ * or for a `Link` value Node refuses (`ERR_INVALID_ARG_VALUE`), the hints are dropped: the final
+ * response is the answer either way. Never throws.
+ * @param rawHeaders undici's raw fields of the 103, `[name, value, ...]` as `Buffer`s.
+ */
+function relayEarlyHints(res: ServerResponse, rawHeaders: readonly Buffer[]): void {
+  if (res.headersSent || res.req.httpVersionMajor < 1 || (res.req.httpVersionMajor === 1 && res.req.httpVersionMinor === 0)) return;
+  const links: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if ((rawHeaders[i] as Buffer).toString('latin1').toLowerCase() === 'link') links.push((rawHeaders[i + 1] as Buffer).toString('latin1'));
+  }
+  if (links.length === 0) return;
+  try {
+    res.writeEarlyHints({ link: links });
+  } catch {
+    // A Link value Node's validation refuses: not relayed.
+  }
 }
 
 /** Error codes that mean the upstream did not answer in time (answered 504). */
@@ -247,7 +272,11 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
    * never reused by undici). Returns true: the body may flow.
    */
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    if (statusCode < 200) return true; // 1xx informational: not relayed (the client gets the final response).
+    if (statusCode < 200) {
+      // Other 1xx (102, 104...) are dropped: RFC 9110 §15.2 lets a client ignore them. A 100 never gets here (upstream-continue.ts).
+      if (statusCode === 103) relayEarlyHints(this.res, rawHeaders);
+      return true;
+    }
     this.status = statusCode;
     this.resumeUpstream = resume;
     // Handed to the hook with the first body byte or the end: Node puts a head on the wire only
@@ -346,11 +375,14 @@ export class UpstreamForwarder {
         connections: this.options.connectionsPerOrigin ?? 64,
         pipelining: 1,
         // A reset fails the response in flight, whatever its framing (upstream-resets.ts).
+        // An unsolicited 100 Continue is read past (upstream-continue.ts).
         connect: resetsFailResponses(
-          (this.options.createConnector ?? buildConnector)({
-            timeout: this.connectTimeoutMs,
-            ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
-          } as buildConnector.BuildOptions),
+          skipsUnsolicitedContinue(
+            (this.options.createConnector ?? buildConnector)({
+              timeout: this.connectTimeoutMs,
+              ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
+            } as buildConnector.BuildOptions),
+          ),
         ),
       });
       this.pools.set(origin, pool);

@@ -12,7 +12,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
-import { openRawClient, waitFor, type RawClient } from '../helpers/proxy-client.js';
+import { openRawClient, rawExchange, waitFor, type RawClient } from '../helpers/proxy-client.js';
 import { parseRelayedResponse, startRawOrigin, type RawOrigin, type RelayedResponse } from '../helpers/raw-origin.js';
 
 const UA = 'ExampleBot/1.0';
@@ -59,6 +59,9 @@ const ANSWERS = {
   '/via': head('HTTP/1.1 200 OK', ['Via: 1.0 cache-a', 'X-Between: 1', 'via: 1.1 cache-b (Squid/5.7)', 'Content-Length: 0']),
   '/date': head('HTTP/1.1 200 OK', ['Date: Tue, 01 Dec 2026 00:00:00 GMT', 'Content-Length: 0']),
   '/early-hints': `${head('HTTP/1.1 103 Early Hints', ['Link: </a.css>; rel=preload'])}${head('HTTP/1.1 200 OK', ['X-Final: yes', 'Content-Length: 2'], 'ok')}`,
+  '/continue': `${head('HTTP/1.1 100 Continue', [])}${head('HTTP/1.1 200 OK', ['X-Final: yes', 'Content-Length: 2'], 'ok')}`,
+  '/continue-twice': `${head('HTTP/1.1 100 Continue', [])}${head('HTTP/1.1 100', ['X-Interim: 2'])}${head('HTTP/1.1 200 OK', ['X-Final: yes', 'Content-Length: 2'], 'ok')}`,
+  '/continue-then-hints': `${head('HTTP/1.1 100 Continue', [])}${head('HTTP/1.1 103 Early Hints', ['Link: </b.js>; rel=preload; as=script'])}${head('HTTP/1.1 200 OK', ['X-Final: yes', 'Content-Length: 2'], 'ok')}`,
   '/fold': head('HTTP/1.1 200 OK', ['X-Folded: first', '  second', 'X-Next: n', 'Content-Length: 2'], 'ok'),
   '/big': head('HTTP/1.1 200 OK', [...BIG_FIELDS, 'Content-Length: 3'], 'big'),
   '/huge': head('HTTP/1.1 200 OK', [...HUGE_FIELDS, 'Content-Length: 4'], 'huge'),
@@ -96,6 +99,14 @@ describe('the response head relayed from raw fields', () => {
     client.socket.write(`${method} ${origin.base}${path} HTTP/1.1\r\nHost: ${origin.host}\r\nUser-Agent: ${UA}\r\n${extra}\r\n`);
     let response: RelayedResponse | undefined;
     await waitFor(() => (response = parseRelayedResponse(client.received().slice(read), method === 'HEAD')) !== undefined, `the answer to ${method} ${path}`);
+    read += response!.wireLength;
+    return response!;
+  }
+
+  /** The next response on the client connection, for a request already sent (`path` names it in failures). */
+  async function sendNothing(path: string): Promise<RelayedResponse> {
+    let response: RelayedResponse | undefined;
+    await waitFor(() => (response = parseRelayedResponse(client.received().slice(read))) !== undefined, `the next answer to ${path}`);
     read += response!.wireLength;
     return response!;
   }
@@ -172,11 +183,42 @@ describe('the response head relayed from raw fields', () => {
     assertOwnLines(r.lines, 2, { date: false });
   });
 
-  it('relays the final response only, not a 1xx before it', async () => {
-    const r = await send('/early-hints');
+  it('relays a 103 Early Hints (its Link) to an HTTP/1.1 client before the final response (RFC 9110 §15.2)', async () => {
+    const hints = await send('/early-hints');
+    assert.equal(hints.statusLine, 'HTTP/1.1 103 Early Hints');
+    assert.deepEqual(hints.lines, ['Link: </a.css>; rel=preload']);
+    const r = await sendNothing('/early-hints');
     assert.equal(r.statusLine, 'HTTP/1.1 200 OK');
     assert.deepEqual(r.lines.slice(0, 2), ['X-Final: yes', 'Content-Length: 2']);
     assertOwnLines(r.lines, 2);
+    assert.equal(r.body, 'ok');
+  });
+
+  it('relays no 1xx to an HTTP/1.0 client, only the final response', async () => {
+    const text = await rawExchange(proxy.proxyAddress.port, `GET ${origin.base}/early-hints HTTP/1.0\r\nUser-Agent: ${UA}\r\n\r\n`, 5000);
+    assert.match(text, /^HTTP\/1\.1 200 OK\r\nX-Final: yes\r\n/, text.slice(0, 200));
+    assert.doesNotMatch(text, /103|Link:/);
+  });
+
+  for (const path of ['/continue', '/continue-twice']) {
+    it(`reads past an unsolicited 100 Continue from the origin and relays the final response (${path})`, async () => {
+      const r = await send(path);
+      assert.equal(r.statusLine, 'HTTP/1.1 200 OK');
+      assert.deepEqual(r.lines.slice(0, 2), ['X-Final: yes', 'Content-Length: 2']);
+      assertOwnLines(r.lines, 2);
+      assert.equal(r.body, 'ok');
+      const line = await accessLineOf(r);
+      assert.equal(line['status'], 200);
+      assert.equal(line['upstreamStatus'], 200);
+    });
+  }
+
+  it('reads past a 100, then relays the 103 that follows it and the final response', async () => {
+    const hints = await send('/continue-then-hints');
+    assert.equal(hints.statusLine, 'HTTP/1.1 103 Early Hints');
+    assert.deepEqual(hints.lines, ['Link: </b.js>; rel=preload; as=script']);
+    const r = await sendNothing('/continue-then-hints');
+    assert.equal(r.statusLine, 'HTTP/1.1 200 OK');
     assert.equal(r.body, 'ok');
   });
 
