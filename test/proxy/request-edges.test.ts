@@ -90,6 +90,17 @@ describe('requests at the edges of HTTP/1.1 get the proxy\'s defined answer and 
     assert.equal(answerOf(text).status, 200, text.slice(0, 300));
   });
 
+  it("Via's received-protocol is the client's HTTP version (RFC 9110 §7.6.3): 1.0 for an HTTP/1.0 client, 1.1 for HTTP/1.1, in a tunnel too", async () => {
+    const viaOf = (path: string): string | undefined => origin.hits.findLast((h) => h.url === path)?.headers['via'] as string | undefined;
+    await rawExchange(proxy.proxyAddress.port, `GET ${origin.url}/via/10 HTTP/1.0\r\n${UA}Via: 1.1 first-hop\r\n\r\n`, 5000);
+    assert.match(viaOf('/via/10') ?? '', /^1\.1 first-hop, 1\.0 robots-proxy-[a-z0-9]+$/);
+    await rawExchange(proxy.proxyAddress.port, `GET ${origin.url}/via/11 HTTP/1.1\r\nHost: ${host}\r\n${UA}Connection: close\r\n\r\n`, 5000);
+    assert.match(viaOf('/via/11') ?? '', /^1\.1 robots-proxy-[a-z0-9]+$/);
+    const tunnelled = await rawExchange(proxy.proxyAddress.port, `CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\nGET /via/tunnel HTTP/1.0\r\nHost: ${host}\r\n${UA}\r\n`, 5000);
+    assert.match(tunnelled, /\r\n\r\nHTTP\/1\.1 200 /, tunnelled.slice(0, 300));
+    assert.match(viaOf('/via/tunnel') ?? '', /^1\.0 robots-proxy-[a-z0-9]+$/);
+  });
+
   it('an Expect other than 100-continue is decided like any request (a disallowed path is 403), not Node\'s bare 417', async () => {
     await expectAnswer(`GET ${origin.url}/private/x HTTP/1.1\r\nHost: ${host}\r\n${UA}Expect: 999-wat\r\n\r\n`, 403, /^deny; reason=rule-disallow/);
     await expectAnswer(`GET ${origin.url}/page HTTP/1.1\r\nHost: ${host}\r\n${UA}Expect: 999-wat\r\nConnection: close\r\n\r\n`, 200, /^allow; /);
