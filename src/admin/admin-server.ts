@@ -174,7 +174,7 @@ export class AdminServer {
       { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
       (req, res) => {
         this.#handle(req, res).catch((err: unknown) => {
-          options.logger.error({ err }, 'admin request failed');
+          options.logger.error({ event: 'admin-request-failed', err }, 'admin request failed');
           if (!res.headersSent) sendError(res, 500, 'internal-error', 'internal error');
           else res.destroy();
         });
@@ -317,7 +317,7 @@ export class AdminServer {
     try {
       report = this.#options.health?.() ?? { ok: true };
     } catch (err) {
-      this.#options.logger.warn({ err }, 'health check threw');
+      this.#options.logger.warn({ event: 'health-check-failed', err }, 'health check threw');
       report = { ok: false, details: { error: 'health-check-failed' } };
     }
     const status = report.ok ? 'ok' : 'unavailable';
@@ -330,7 +330,7 @@ export class AdminServer {
     try {
       text = await this.#options.metrics.render();
     } catch (err) {
-      this.#options.logger.error({ err }, 'metrics rendering failed');
+      this.#options.logger.error({ event: 'metrics-failed', err }, 'metrics rendering failed');
       sendError(res, 500, 'metrics-failed', 'metrics could not be rendered');
       return;
     }
@@ -363,7 +363,7 @@ export class AdminServer {
         sendError(res, 400, 'bad-url', 'url is not a valid proxy target');
         return;
       }
-      this.#options.logger.error({ err }, 'explain failed');
+      this.#options.logger.error({ event: 'explain-failed', err }, 'explain failed');
       sendError(res, 500, 'explain-failed', 'the decision could not be computed');
       return;
     }

@@ -277,7 +277,7 @@ export class RobotsCache {
     try {
       await this.#store.set(origin, entry);
     } catch (error) {
-      this.#logger?.error({ origin, err: error }, 'robots snapshot store failed to save an entry');
+      this.#logger?.error({ event: 'robots-store-failed', operation: 'save', origin, err: error }, 'robots snapshot store failed to save an entry');
     }
     return entry.snapshot;
   }
@@ -295,13 +295,13 @@ export class RobotsCache {
     } catch (error) {
       // Includes a fetch that resolved with something that is not a snapshot.
       this.#counts.fetchErrors++;
-      this.#logger?.error({ origin, err: error }, 'robots.txt fetch failed unexpectedly; treated as unreachable');
+      this.#logger?.error({ event: 'robots-fetch-failed', origin, err: error }, 'robots.txt fetch failed unexpectedly; treated as unreachable');
       entry = nextEntry(previous, this.#failedFetchSnapshot(origin, consecutiveFailures));
     }
     if (entry.bytes > this.#maxBytes) {
       this.#counts.tooLarge++;
       this.#logger?.warn(
-        { origin, estimatedBytes: entry.bytes, cacheBytes: this.#maxBytes },
+        { event: 'robots-too-large', origin, estimatedBytes: entry.bytes, cacheBytes: this.#maxBytes },
         'robots.txt is larger in memory than the whole robots cache (robots.cacheBytes); used for the requests waiting for it, fetched again next time',
       );
     }
@@ -309,11 +309,11 @@ export class RobotsCache {
     if (lastFailure !== null) {
       this.#counts.staleKept++;
       this.#logger?.warn(
-        { origin, status: lastFailure.status, error: lastFailure.error, retryAtMs: lastFailure.expiresAtMs, keptFetchedAtMs: info.fetchedAtMs },
+        { event: 'robots-stale-kept', origin, status: lastFailure.status, error: lastFailure.error, retryAtMs: lastFailure.expiresAtMs, keptFetchedAtMs: info.fetchedAtMs },
         'robots.txt unreachable; keeping the previously fetched snapshot (RFC 9309 §2.4)',
       );
     } else {
-      this.#logger?.debug({ origin, state: info.state, status: info.status, error: info.error, expiresAtMs: info.expiresAtMs }, 'robots.txt fetched');
+      this.#logger?.debug({ event: 'robots-fetched', origin, state: info.state, status: info.status, error: info.error, expiresAtMs: info.expiresAtMs }, 'robots.txt fetched');
     }
     return { entry, body };
   }
@@ -339,7 +339,7 @@ export class RobotsCache {
     try {
       return await read();
     } catch (error) {
-      this.#logger?.error({ origin, err: error }, 'robots snapshot store failed to read an entry');
+      this.#logger?.error({ event: 'robots-store-failed', operation: 'read', origin, err: error }, 'robots snapshot store failed to read an entry');
       return undefined;
     }
   }

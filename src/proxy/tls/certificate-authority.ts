@@ -112,7 +112,7 @@ export async function loadOrCreateCa(options: LoadOrCreateCaOptions): Promise<Ca
     ca = await loadOrCreateInStateDir(options.stateDir, nowMs, logger);
   }
   logger?.info(
-    { certPath: ca.certPath, source: ca.source, subject: ca.subject, sha256Fingerprint: ca.sha256Fingerprint, notAfter: new Date(ca.notAfterMs).toISOString() },
+    { event: 'tls-ca-ready', certPath: ca.certPath, source: ca.source, subject: ca.subject, sha256Fingerprint: ca.sha256Fingerprint, notAfter: new Date(ca.notAfterMs).toISOString() },
     `TLS interception CA ${ca.created ? 'generated' : 'loaded'}; clients must trust ${ca.certPath} (curl --cacert, NODE_EXTRA_CA_CERTS, or the system trust store)`,
   );
   return ca;
@@ -138,7 +138,7 @@ async function loadCaFiles(certPath: string, keyPath: string, nowMs: number, sou
   const keyPem = readPemFile(keyPath, 'key');
   const keyStat = await stat(keyPath);
   if ((keyStat.mode & 0o077) !== 0) {
-    logger?.warn({ keyPath, mode: (keyStat.mode & 0o777).toString(8) }, 'CA key file is readable by group or others; chmod 600 it');
+    logger?.warn({ event: 'tls-ca-key-mode', keyPath, mode: (keyStat.mode & 0o777).toString(8) }, 'CA key file is readable by group or others; chmod 600 it');
   }
   const material = await parseCa(certPem, keyPem, certPath, nowMs);
   return { ...material, keyPath, created: false, source };
