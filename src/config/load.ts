@@ -198,12 +198,15 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /**
- * Writes a key path the way the file reads: `pacing.maxWait`, and brackets for
- * keys that are not plain names: `hosts["example.com"].minDelay`.
+ * Writes a key path the way the file reads: `pacing.maxWait`, brackets for
+ * keys that are not plain names: `hosts["example.com"].minDelay`, and array
+ * indices (numbers in `path`) without quotes: `policy.rules[0].action`. A
+ * mapping key spelled with digits is a string and stays quoted (`hosts["8080"]`). Pure.
  */
 export function formatKeyPath(path: readonly PropertyKey[]): string {
   return path
     .map((segment, index) => {
+      if (typeof segment === 'number') return `[${segment}]`;
       const text = String(segment);
       if (/^[A-Za-z_$][\w$-]*$/.test(text)) return index === 0 ? text : `.${text}`;
       return `[${JSON.stringify(text)}]`;

@@ -273,7 +273,7 @@ const stateShape = {
 const logShape = { level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') };
 
 type Issues = z.core.$RefinementCtx['issues'];
-function fail(issues: Issues, path: string[], message: string, input: unknown): void {
+function fail(issues: Issues, path: (string | number)[], message: string, input: unknown): void {
   issues.push({ code: 'custom', message, input, path });
 }
 
@@ -431,7 +431,7 @@ const policyRuleSchema = z.strictObject(policyRuleShape).transform((r, ctx): Pol
   for (const [i, key] of (r.origin ?? []).entries()) {
     const result = normaliseHostKey(key);
     if (result.ok) origins.push(result.value);
-    else fail(ctx.issues, ['origin', ...(r.origin!.length > 1 ? [String(i)] : [])], result.reason, key);
+    else fail(ctx.issues, ['origin', ...(r.origin!.length > 1 ? [i] : [])], result.reason, key);
   }
   return {
     name: r.name,
@@ -455,7 +455,7 @@ const policyShape = { rules: z.preprocess((v) => v ?? [], z.array(policyRuleSche
 const policySchema = section(policyShape).transform((p, ctx): PolicyConfig => {
   const seen = new Set<string>();
   p.rules.forEach((rule, i) => {
-    if (seen.has(rule.name)) fail(ctx.issues, ['rules', String(i), 'name'], `"${rule.name}" names an earlier rule too: rule names must be unique`, rule.name);
+    if (seen.has(rule.name)) fail(ctx.issues, ['rules', i, 'name'], `"${rule.name}" names an earlier rule too: rule names must be unique`, rule.name);
     seen.add(rule.name);
   });
   return { rules: p.rules };

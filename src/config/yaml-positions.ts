@@ -13,7 +13,7 @@ export interface Position {
 
 /** A key of the document: its path of keys from the top and where the key starts. */
 interface KeyEntry {
-  readonly path: readonly string[];
+  readonly path: readonly (string | number)[];
   readonly start: number;
   readonly end: number;
 }
@@ -59,7 +59,7 @@ export function findKeyOffset(doc: Document, path: readonly PropertyKey[]): numb
  * entry spans the offset. Never throws.
  * @returns the key path, or `undefined` when no key is near.
  */
-export function findKeyNear(doc: Document, lineCounter: LineCounter, offset: number): readonly string[] | undefined {
+export function findKeyNear(doc: Document, lineCounter: LineCounter, offset: number): readonly (string | number)[] | undefined {
   const entries: KeyEntry[] = [];
   collectKeys(doc.contents, [], entries);
   const line = lineCounter.linePos(offset).line;
@@ -69,7 +69,7 @@ export function findKeyNear(doc: Document, lineCounter: LineCounter, offset: num
   return spanning.reduce<KeyEntry | undefined>((best, e) => (best === undefined || e.path.length > best.path.length ? e : best), undefined)?.path;
 }
 
-function collectKeys(node: unknown, path: readonly string[], out: KeyEntry[]): void {
+function collectKeys(node: unknown, path: readonly (string | number)[], out: KeyEntry[]): void {
   if (isMap(node)) {
     for (const pair of node.items) {
       const key = keyText(pair.key);
@@ -81,7 +81,7 @@ function collectKeys(node: unknown, path: readonly string[], out: KeyEntry[]): v
       collectKeys(value, keyPath, out);
     }
   } else if (isSeq(node)) {
-    node.items.forEach((item, index) => collectKeys(item, [...path, String(index)], out));
+    node.items.forEach((item, index) => collectKeys(item, [...path, index], out));
   }
 }
 

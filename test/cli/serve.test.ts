@@ -64,6 +64,35 @@ describe('robots-proxy serve', () => {
     assert.ok(r.stderr.includes(`${r.configPath}:4:`), r.stderr);
   });
 
+  it('names an array element by its index without quotes: policy.rules[0], policy.rules[1].origin[1], access.clients[0]', async () => {
+    const r = await serveUntilExit(
+      [
+        'listen: { host: 127.0.0.1, port: 0 }',
+        'admin: { enabled: false }',
+        'policy:',
+        '  rules:',
+        '    - { name: first, action: explode }',
+        '    - { name: second, action: deny, origin: [https://ok.example, "ftp://no/path"] }',
+        '    - { name: first, action: deny, macth: x }',
+        'access:',
+        '  clients:',
+        '    - { range: not-a-range }',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(r.code, 2);
+    for (const key of ['policy.rules[0].action', 'policy.rules[1].origin[1]', 'in policy.rules[2]', 'access.clients[0].range']) {
+      assert.ok(r.stderr.includes(key), `${key} in: ${r.stderr}`);
+    }
+    assert.doesNotMatch(r.stderr, /\["\d+"\]/, 'no quoted index');
+    const syntax = await serveUntilExit('listen: { host: 127.0.0.1, port: 0 }\npolicy:\n  rules:\n    - name: a\n      action: deny\n    - name: b\n      action: [deny\n');
+    assert.equal(syntax.code, 2);
+    assert.match(syntax.stderr, /near key "policy\.rules\[1\]\.action"/, syntax.stderr);
+    const twice = await serveUntilExit('listen: { host: 127.0.0.1, port: 0 }\npolicy:\n  rules:\n    - { name: a, action: deny }\n    - { name: a, action: allow }\n');
+    assert.equal(twice.code, 2);
+    assert.match(twice.stderr, /:5:\d+: policy\.rules\[1\]\.name: /, twice.stderr);
+  });
+
   it('prints one human line on stderr once listening: proxy, admin and CA, matching the JSON log line', { timeout: 40_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'robots-serve-'));
     const configPath = join(dir, 'config.yaml');

@@ -48,11 +48,11 @@ describe('loadConfig: one fixture per failure mode', () => {
     ['port-collision.yaml', 'admin.port', 4, 3],
     ['bad-redis-url.yaml', 'state.redis.url', 4, 5],
     ['not-a-mapping.yaml', undefined, 1, 1],
-    ['bad-client-range.yaml', 'access.clients["1"].range', 5, 9],
-    ['binding-without-identity.yaml', 'access.clients["1"].binding', 5, 29],
+    ['bad-client-range.yaml', 'access.clients[1].range', 5, 9],
+    ['binding-without-identity.yaml', 'access.clients[1].binding', 5, 29],
     ['admin-beyond-loopback.yaml', 'admin.host', 4, 3],
     ['identity-set-without-value.yaml', 'identities.lab-scrapers.userAgentValue', 3, 3],
-    ['bad-identity-token.yaml', 'identities.lab-scrapers.tokens["0"]', 5, 9],
+    ['bad-identity-token.yaml', 'identities.lab-scrapers.tokens[0]', 5, 9],
   ];
   for (const [file, key, line, column] of cases) {
     it(`${file}: ${key ?? '(whole file)'} at ${line}:${column}`, () => {
