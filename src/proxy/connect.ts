@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { HttpsMode } from '../config/index.js';
 import { decideWithoutRobots } from '../policy/decide.js';
+import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
 import type { Decision } from '../policy/decision.js';
 import type { Identity } from '../policy/identity.js';
 import { CancelSignal } from '../pacing/index.js';
@@ -119,6 +120,11 @@ export class ConnectHandler {
     if (targetsOwnListener(target.hostname, target.port, this.ownAddresses)) {
       return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin, detail: 'the target is this proxy itself (forwarding loop)' }), startedAtMs);
     }
+    // RFC 9112 §6.1: a request with a transfer coding the server does not implement gets 501. A
+    // CONNECT has no content (RFC 9110 §9.3.6), so the bytes after its head would go into the
+    // tunnel, where a hop that framed them by the field would not expect them.
+    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
+    if (codings !== undefined) return this.refuse(req, socket, transferCodingRefusal(new URL(`${origin}/`), codings), startedAtMs);
     if (this.deps.mode === 'deny') return this.refuse(req, socket, decideWithoutRobots('tunnel-denied', { origin, detail: 'https.mode is deny' }), startedAtMs);
     if (this.deps.mode === 'tunnel') return this.tunnel(req, socket, head, target, startedAtMs, admitted.identity);
     if (!isLeafHost(target.hostname)) {

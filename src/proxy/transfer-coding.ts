@@ -5,7 +5,8 @@
  * the still-coded bytes upstream under the proxy's own framing, without their coding (and undici
  * refuses a `Transfer-Encoding` field, so it cannot be passed on). RFC 9112 §6.1: a server that
  * receives a request with a transfer coding it does not understand SHOULD answer 501 (Not
- * Implemented): {@link transferCodingRefusal}, answered by the listeners before the pipeline.
+ * Implemented): {@link transferCodingRefusal}, answered by the listeners before the pipeline, by
+ * the Upgrade relay (upgrade.ts) before admission, and to a CONNECT (connect.ts) once admitted.
  */
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';

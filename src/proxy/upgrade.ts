@@ -14,6 +14,7 @@ import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
 import { decideWithoutRobots } from '../policy/decide.js';
+import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
 import { outgoingUserAgent } from '../policy/identity.js';
 import type { AdmittedClient } from '../access/access-control.js';
 import { CancelSignal } from '../pacing/index.js';
@@ -162,6 +163,10 @@ export class UpgradeRelay {
     if (unrelayable !== undefined) {
       return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin: target.origin, detail: unrelayable }), { via, startedAtMs, url: target.href });
     }
+    // An Upgrade is a request like any other until its 101: a body in a transfer coding other than
+    // chunked cannot be forwarded (RFC 9112 §6.1), 501 as on a plain request (transfer-coding.ts).
+    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
+    if (codings !== undefined) return this.refuse(req, socket, transferCodingRefusal(target, codings), { via, startedAtMs, url: target.href });
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
     const admitted = await pipeline.admit(req, { origin: target.origin, ...(tunnel ? { tunnel } : {}) });

@@ -4,6 +4,8 @@
  * bytes upstream under the proxy's own framing. Such a request is answered 501
  * `transfer-coding-not-implemented` with `Connection: close`, before robots.txt or pacing, on
  * plain HTTP and inside an intercepted CONNECT tunnel; `chunked` alone, in any case, is relayed.
+ * An Upgrade (a request like any other until its 101) and a CONNECT (which has no content, RFC
+ * 9110 §9.3.6: the bytes after its head would go into the tunnel) are answered the same 501.
  * Real parts: a proxy in process, loopback origins (one over TLS), raw TCP and TLS clients
  * (curl and undici will not send such a field).
  */
@@ -66,6 +68,8 @@ describe('a request in a transfer coding other than chunked', () => {
     assert.equal((line['decision'] as Record<string, unknown>)['verdict'], 'deny');
   };
 
+  let upgrades = 0;
+
   before(async () => {
     const pki = await createTestPki();
     origin = await startOrigin((req, res) => {
@@ -77,6 +81,10 @@ describe('a request in a transfer coding other than chunked', () => {
         res.writeHead(req.url === '/robots.txt' ? 404 : 200, { 'content-type': 'text/plain' });
         res.end(`got ${body.length}`);
       });
+    });
+    origin.server.on('upgrade', (_req, socket: net.Socket) => {
+      upgrades++;
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
     });
     tlsOrigin = await startTlsOrigin((_req, res) => res.writeHead(404).end(), { cert: pki.certPem, key: pki.keyPem });
     logs = captureLogs();
@@ -114,6 +122,40 @@ describe('a request in a transfer coding other than chunked', () => {
     assert.match(text, /^HTTP\/1\.1 200 /, text.slice(0, 300) || '(no answer at all)');
     assert.equal(bodies.get('/chunked'), 'abc');
     assert.match(text, /\r\ngot 3\r\n/, text);
+  });
+
+  for (const coding of ['gzip, chunked', 'gzip']) {
+    it(`a websocket Upgrade in ${coding}: 501 with Connection: close and an access line; no upgrade reaches the origin`, async () => {
+      const host = `127.0.0.1:${origin.port}`;
+      const before = upgrades;
+      const text = await rawExchange(
+        proxy.proxyAddress.port,
+        `GET http://${host}/ws HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: ${UA}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nTransfer-Encoding: ${coding}\r\n\r\n${CHUNKED_BODY}`,
+        5000,
+      );
+      await assertRefused(text, 'http');
+      assert.equal(upgrades, before, 'the origin saw no upgrade');
+    });
+
+    it(`a CONNECT in ${coding}: 501 with Connection: close and an access line; no tunnel is opened`, async () => {
+      const authority = `localhost:${tlsOrigin.port}`;
+      const text = await rawExchange(proxy.proxyAddress.port, `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${UA}\r\nTransfer-Encoding: ${coding}\r\n\r\n${CHUNKED_BODY}`, 5000);
+      await assertRefused(text, 'connect');
+      assert.doesNotMatch(text, /HTTP\/1\.1 200 /);
+    });
+  }
+
+  it('inside an intercepted CONNECT tunnel, a websocket Upgrade in gzip, chunked: 501; nothing reaches the origin', async () => {
+    const authority = `localhost:${tlsOrigin.port}`;
+    const open = await openConnect(proxy.proxyAddress.port, authority, { 'user-agent': UA });
+    assert.equal(open.status, 200);
+    const tlsSocket = await startClientTls(open.socket, { ca: proxy.ca!.certPem, servername: 'localhost' });
+    tlsSocket.write(
+      `GET /ws HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${UA}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nTransfer-Encoding: gzip, chunked\r\n\r\n${CHUNKED_BODY}`,
+    );
+    const text = await readToEnd(tlsSocket as unknown as net.Socket, undefined, 5000);
+    await assertRefused(text, 'https-intercepted');
+    assert.deepEqual(tlsOrigin.hits, [], 'the origin saw no request');
   });
 
   it('inside an intercepted CONNECT tunnel, gzip, chunked: 501 with Connection: close and an access line; nothing reaches the origin', async () => {
