@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import net, { type AddressInfo } from 'node:net';
 import { Pool, buildConnector } from 'undici';
 import { MAX_INTERIM_HEAD_BYTES, skipsUnsolicitedContinue } from '../src/upstream-continue.js';
+import { RobotsFetcher } from '../src/cache/robots-fetcher.js';
 
 const FINAL = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok';
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
@@ -22,6 +23,7 @@ const PIECES: Record<string, string[]> = {
   '/twice': [CONTINUE, 'HTTP/1.0 100\r\n\r\n' + FINAL],
   '/plain': [FINAL],
   '/body-like': [`HTTP/1.1 200 OK\r\nContent-Length: ${BODY_LIKE_CONTINUE.length}\r\n\r\n`, BODY_LIKE_CONTINUE],
+  '/robots.txt': [CONTINUE, 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n\r\nUser-agent: *\nDisallow: /no/\n'],
   '/huge-continue': [`HTTP/1.1 100 Continue\r\nX-Big: ${'v'.repeat(MAX_INTERIM_HEAD_BYTES)}\r\n\r\n${FINAL}`],
 };
 
@@ -83,6 +85,18 @@ describe('an unsolicited 100 Continue from upstream is read past', () => {
 
   it('hands a 100 head over the bound to undici, which fails the exchange', async () => {
     await assert.rejects(get(pool(), '/huge-continue'));
+  });
+
+  it("the robots.txt fetch reads past it too: the file's rules, not an unreachable origin", async () => {
+    const fetcher = new RobotsFetcher({ userAgent: 'robots-proxy-test/1.0', timeoutMs: 5_000 });
+    try {
+      const snapshot = await fetcher.fetch(origin);
+      assert.equal(snapshot.info.state, 'ok', JSON.stringify(snapshot.info));
+      assert.equal(snapshot.info.status, 200);
+      assert.ok(snapshot.robots !== null && snapshot.robots.groups.length === 1);
+    } finally {
+      await fetcher.close();
+    }
   });
 
   it('without the wrapper, undici fails at the 100 (what the proxy answered 502)', async () => {
