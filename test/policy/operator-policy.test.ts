@@ -195,13 +195,13 @@ describe('policy.rules validation', () => {
   };
 
   it('refuses what cannot be meant, naming the key', () => {
-    assert.match(refused([{ name: 'a', action: 'deny' }, { name: 'a', action: 'allow' }]), /policy\.rules\["1"\]\.name: "a" names an earlier rule too/);
-    assert.match(refused([{ name: 'a' }]), /policy\.rules\["0"\]\.action: is required/);
+    assert.match(refused([{ name: 'a', action: 'deny' }, { name: 'a', action: 'allow' }]), /policy\.rules\[1\]\.name: "a" names an earlier rule too/);
+    assert.match(refused([{ name: 'a' }]), /policy\.rules\[0\]\.action: is required/);
     assert.match(refused([{ name: 'a', action: 'deny', minDelay: '1s' }]), /deny sends nothing upstream/);
     assert.match(refused([{ name: 'a', action: 'pace' }]), /pace needs minDelay, maxConcurrency or rate/);
     assert.match(refused([{ name: 'a', rate: '30/min' }]), /must be "<requests>\/<s\|m\|h>"/);
     assert.match(refused([{ name: 'a', rate: '0/s' }]), /at least 1 request/);
-    assert.match(refused([{ name: 'a', origin: 'example.*', action: 'deny' }]), /policy\.rules\["0"\]\.origin: a "\*" is allowed only as the whole first label/);
+    assert.match(refused([{ name: 'a', origin: 'example.*', action: 'deny' }]), /policy\.rules\[0\]\.origin: a "\*" is allowed only as the whole first label/);
     assert.match(refused([{ name: 'a', path: 'admin', action: 'deny' }]), /must be a path pattern starting with "\/"/);
     assert.match(refused([{ name: 'has space', action: 'deny' }]), /no spaces/);
     assert.match(refused([{ name: 'a', token: 'Example Bot', action: 'deny' }]), /must be a product token/);
