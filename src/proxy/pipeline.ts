@@ -29,6 +29,7 @@ import { InFlightList } from './in-flight-list.js';
 import { answerAsFinalRecipient, maxForwardsOf } from './max-forwards.js';
 import { ByteCounter, ProxiedExchange, recordPacing } from './proxied-exchange.js';
 import { originOf, pathAndQueryOf } from './target-origin.js';
+import type { TargetUrl } from './canonical-target.js';
 import { requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
@@ -80,7 +81,7 @@ export interface ProxiedRequest {
   req: IncomingMessage;
   res: ServerResponse;
   /** The absolute target URL (http: or https:). */
-  target: URL;
+  target: TargetUrl;
   /** `http` (absolute-form), `https-intercepted` (TLS inside CONNECT) or `http-tunnelled` (plain HTTP inside CONNECT). */
   via: 'http' | 'https-intercepted' | 'http-tunnelled';
   /** The CONNECT's admission, for a request inside a tunnel (it covers every request in the tunnel). */
@@ -90,7 +91,7 @@ export interface ProxiedRequest {
 }
 
 /** The port a connection to `url` uses. */
-function portOf(url: URL): number {
+function portOf(url: TargetUrl): number {
   return Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
 }
 
@@ -146,7 +147,7 @@ export interface DecidedRequest {
 
 /** What a decision carries from one step to the next while the guard or the robots cache is awaited. */
 interface DecideFacts {
-  target: URL;
+  target: TargetUrl;
   userAgent: string | undefined;
   productTokens: string[];
   identified: AgentIdentification;
@@ -258,13 +259,13 @@ export class RequestPipeline {
    * @returns the decision (its `identity` filled in), the User-Agent's candidate product tokens,
    *   the facts the policy matched and, once matched, the rule (both for {@link RequestPipeline.waitForSlot}).
    */
-  decideFor(target: URL, userAgent: string | undefined, identity: Identity | null = null, method = 'GET'): DecidedRequest | Promise<DecidedRequest> {
+  decideFor(target: TargetUrl, userAgent: string | undefined, identity: Identity | null = null, method = 'GET'): DecidedRequest | Promise<DecidedRequest> {
     return this.#decide(target, originOf(target), pathAndQueryOf(target), userAgent, this.tokensOf(userAgent), identity, method);
   }
 
   /** {@link RequestPipeline.decideFor} with the origin, path and tokens the caller already has. */
   #decide(
-    target: URL,
+    target: TargetUrl,
     origin: string,
     path: string,
     userAgent: string | undefined,
@@ -330,13 +331,13 @@ export class RequestPipeline {
    * @param identity the identity facts to carry on a refusal (see {@link Decision.identity}).
    * @returns the `target-private-network` refusal, or undefined when the target may be contacted.
    */
-  async checkTarget(target: URL, userAgent: string | undefined, identity: DecisionIdentity | null = null): Promise<Decision | undefined> {
+  async checkTarget(target: TargetUrl, userAgent: string | undefined, identity: DecisionIdentity | null = null): Promise<Decision | undefined> {
     const guarded = await this.deps.guard.check(target.hostname, portOf(target));
     return guarded.allowed ? undefined : this.#targetRefusal(guarded, target, userAgent, identity);
   }
 
   /** The refusal of a target the guard refused: `bad-request` for this proxy's own listener, else `target-private-network`. */
-  #targetRefusal(guarded: Extract<TargetCheck, { allowed: false }>, target: URL, userAgent: string | undefined, identity: DecisionIdentity | null): Decision {
+  #targetRefusal(guarded: Extract<TargetCheck, { allowed: false }>, target: TargetUrl, userAgent: string | undefined, identity: DecisionIdentity | null): Decision {
     const fields = { origin: target.origin, path: pathAndQueryOf(target), agentTokens: this.tokensOf(userAgent), identity };
     const at = target.hostname === guarded.address ? guarded.address : `${target.hostname} (${guarded.address})`;
     return guarded.code === OWN_LISTENER_CODE

@@ -12,6 +12,7 @@
  * not by building or hashing a string. Extension, not in RFC 9309.
  */
 import { flatJoin } from './flat-string.js';
+import type { TargetUrl } from './canonical-target.js';
 
 /** Slots of the origin table (a power of two): at most this many origins kept, one per slot; a colliding origin takes the slot. */
 export const ORIGIN_SLOTS = 4096;
@@ -50,7 +51,7 @@ function slotOf(href: string, length: number): number {
  * from `protocol` and `host` as before; it is kept when it has that length (a URL with user
  * information never gives one: its path begins further on). Never throws.
  */
-export function originOf(url: URL): string {
+export function originOf(url: Pick<TargetUrl, 'href' | 'protocol' | 'host'>): string {
   const href = url.href;
   const end = href.indexOf('/', PATH_SEARCH_FROM);
   if (end >= PATH_SEARCH_FROM) {
@@ -109,7 +110,7 @@ const FLAT_CONCAT_BELOW = 13;
  * (under {@link FLAT_CONCAT_BELOW} characters, e.g. `/page/1?q=1`) is joined by `+`, which V8
  * makes flat and costs a fraction of `Array.prototype.join`.
  */
-export function pathAndQueryOf(url: URL): string {
+export function pathAndQueryOf(url: Pick<TargetUrl, 'pathname' | 'search'>): string {
   const pathname = url.pathname || '/';
   const search = url.search;
   if (pathname.length + search.length < FLAT_CONCAT_BELOW) return pathname + search;

@@ -11,6 +11,7 @@
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import { pathAndQueryOf } from './target-origin.js';
+import type { TargetUrl } from './canonical-target.js';
 
 /** Longest part of the refused codings carried in a decision's detail, characters (the field may be up to the head's size). */
 const CODINGS_SHOWN_CHARS = 200;
@@ -38,7 +39,7 @@ export function unimplementedCodingsOf(transferEncoding: string | undefined): st
  * 501 with `Connection: close` (own-answer.ts `refuseRequest`); the detail names the codings.
  * @param target the request's absolute target (its origin and path are shown). Never throws.
  */
-export function transferCodingRefusal(target: URL, codings: string): Decision {
+export function transferCodingRefusal(target: TargetUrl, codings: string): Decision {
   const shown = codings.length > CODINGS_SHOWN_CHARS ? `${codings.slice(0, CODINGS_SHOWN_CHARS)}...` : codings;
   return decideWithoutRobots('transfer-coding-not-implemented', {
     origin: target.origin,

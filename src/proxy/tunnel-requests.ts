@@ -17,11 +17,12 @@ import { hasVisitedProxy } from './headers.js';
 import { answerClientError, refuseRequest, type RequestVia } from './own-answer.js';
 import type { RequestPipeline } from './pipeline.js';
 import { missingHostDetail } from './proxy-target.js';
-import { resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
+import { isTunnelRefusal, resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
 import type { UpgradeRelay } from './upgrade.js';
 import type { AdmittedClient } from '../access/access-control.js';
+import type { TargetUrl } from './canonical-target.js';
 
 /** One tunnel as the server inside it sees it. */
 export interface TunnelSession {
@@ -124,7 +125,7 @@ export class TunnelRequestServer {
   }
 
   /** The request's absolute URL on the tunnel's origin, or the refusal (400 unparsable or a loop, 421 another origin). */
-  private bind(req: IncomingMessage, session: TunnelSession): URL | Decision {
+  private bind(req: IncomingMessage, session: TunnelSession): TargetUrl | Decision {
     const origin = tunnelOrigin(session.target, session.scheme);
     if (hasVisitedProxy(req.headers, this.deps.viaPseudonym)) {
       return decideWithoutRobots('bad-request', { origin, detail: 'the request already passed through this proxy (forwarding loop)' });
@@ -132,7 +133,7 @@ export class TunnelRequestServer {
     const noHost = missingHostDetail(req.httpVersion, req.headers.host);
     if (noHost !== undefined) return decideWithoutRobots('bad-request', { origin, detail: noHost });
     const bound = resolveTunnelRequest(session.target, session.scheme, req.url, req.headers.host);
-    if (bound instanceof URL) return bound;
+    if (!isTunnelRefusal(bound)) return bound;
     return decideWithoutRobots(bound.reason, { origin, detail: bound.detail });
   }
 
@@ -143,7 +144,7 @@ export class TunnelRequestServer {
     this.noteRequestHead(session);
     const via = viaOf(session);
     const bound = this.bind(req, session);
-    if (!(bound instanceof URL)) return refuseRequest(this.deps, req, res, bound, via);
+    if (isRefusal(bound)) return refuseRequest(this.deps, req, res, bound, via);
     // A body in a transfer coding other than chunked cannot be forwarded (RFC 9112 §6.1): 501, before robots.txt or pacing.
     const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
     if (codings !== undefined) return refuseRequest(this.deps, req, res, transferCodingRefusal(bound, codings), via);
@@ -157,7 +158,12 @@ export class TunnelRequestServer {
     this.noteRequestHead(session);
     const via = viaOf(session);
     const bound = this.bind(req, session);
-    if (!(bound instanceof URL)) return this.deps.upgrade.refuse(req, socket, bound, { via });
+    if (isRefusal(bound)) return this.deps.upgrade.refuse(req, socket, bound, { via });
     await this.deps.upgrade.relay(req, socket, head, bound, via, session.admitted);
   }
+}
+
+/** True when `TunnelRequestServer.bind`'s answer is a refusal (a Decision has a `verdict`; the URL's parts have none). */
+function isRefusal(bound: TargetUrl | Decision): bound is Decision {
+  return 'verdict' in bound;
 }

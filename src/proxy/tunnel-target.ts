@@ -6,6 +6,7 @@
  */
 import { redactUserInfo } from '../audit/redact.js';
 import { parseProxyTarget } from './proxy-target.js';
+import type { TargetUrl } from './canonical-target.js';
 
 /** The target of a CONNECT request (RFC 9112 §3.2.3), normalised. */
 export interface TunnelTarget {
@@ -64,6 +65,11 @@ export interface TunnelRefusal {
   detail: string;
 }
 
+/** True when {@link resolveTunnelRequest} refused the request (a refusal has a `reason`; the URL's parts have none). */
+export function isTunnelRefusal(bound: TargetUrl | TunnelRefusal): bound is TunnelRefusal {
+  return 'reason' in bound;
+}
+
 /**
  * The absolute URL of a request received inside a tunnel, bound to the
  * tunnel's origin:
@@ -74,14 +80,15 @@ export interface TunnelRefusal {
  *   authority replaces `Host` (RFC 9112 §3.2.2);
  * - anything else (authority-form, `*`, unparsable) is a bad request.
  * Never throws.
- * @returns the URL, or the refusal (400 for what cannot be parsed, 421 for another origin).
+ * @returns the URL's parts (a `URL`, or canonical-target.ts's reading), or the refusal (400 for what
+ *   cannot be parsed, 421 for another origin): tell them apart with {@link isTunnelRefusal}.
  */
 export function resolveTunnelRequest(
   target: TunnelTarget,
   scheme: TunnelScheme,
   rawTarget: string | undefined,
   hostHeader: string | undefined,
-): URL | TunnelRefusal {
+): TargetUrl | TunnelRefusal {
   const origin = tunnelOrigin(target, scheme);
   const raw = rawTarget ?? '';
   if (raw.startsWith('/')) {

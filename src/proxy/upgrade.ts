@@ -28,6 +28,7 @@ import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 import { appendedVia, upgradeRequestHeaders } from './headers.js';
 import { frameRefusalForRelay } from './upgrade-refusal.js';
 import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
+import type { TargetUrl } from './canonical-target.js';
 
 /**
  * Why http-proxy would drop this upgrade without a byte (it relays only `GET` with `Upgrade:
@@ -156,7 +157,7 @@ export class UpgradeRelay {
    * line. Never rejects; a synchronous failure of http-proxy throws, for the
    * caller's error boundary.
    */
-  async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, via: RequestVia, tunnel?: AdmittedClient): Promise<void> {
+  async relay(req: IncomingMessage, socket: Duplex, head: Buffer, target: TargetUrl, via: RequestVia, tunnel?: AdmittedClient): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     socket.on('error', () => socket.destroy());
     const unrelayable = unrelayableUpgrade(req);

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseConnectTarget, resolveTunnelRequest, tunnelOrigin, type TunnelTarget } from '../../src/proxy/tunnel-target.js';
+import { isTunnelRefusal, parseConnectTarget, resolveTunnelRequest, tunnelOrigin, type TunnelTarget } from '../../src/proxy/tunnel-target.js';
 
 function target(raw: string): TunnelTarget {
   const t = parseConnectTarget(raw);
@@ -67,7 +67,9 @@ describe('resolveTunnelRequest', () => {
     assert.equal((resolveTunnelRequest(t, 'https', 'http://localhost:8443/x', undefined) as { reason: string }).reason, 'misdirected');
     assert.equal((resolveTunnelRequest(t, 'https', 'https://other.example:8443/x', undefined) as { reason: string }).reason, 'misdirected');
     assert.equal((resolveTunnelRequest(t, 'http', 'https://localhost:8443/x', undefined) as { reason: string }).reason, 'misdirected');
-    assert.ok(resolveTunnelRequest(t, 'http', 'http://localhost:8443/x', undefined) instanceof URL);
+    const bound = resolveTunnelRequest(t, 'http', 'http://localhost:8443/x', undefined);
+    assert.ok(!isTunnelRefusal(bound));
+    assert.equal(bound.href, 'http://localhost:8443/x');
   });
 
   it('the issue\'s input, "http://[::1/x", and other non-URLs are bad requests, not throws', () => {
@@ -81,7 +83,7 @@ describe('resolveTunnelRequest', () => {
     fc.assert(
       fc.property(fc.constantFrom('https', 'http') as fc.Arbitrary<'https' | 'http'>, raw, fc.option(fc.string(), { nil: undefined }), (scheme, rawTarget, host) => {
         const bound = resolveTunnelRequest(t, scheme, rawTarget, host);
-        if (bound instanceof URL) assert.equal(bound.origin, tunnelOrigin(t, scheme));
+        if (!isTunnelRefusal(bound)) assert.equal(bound.origin, tunnelOrigin(t, scheme));
         else assert.ok(bound.reason === 'bad-request' || bound.reason === 'misdirected');
       }),
       { numRuns: 2000 },
