@@ -22,9 +22,8 @@ const QUESTION = 0x3f;
 const PERCENT = 0x25;
 const ZERO = 0x30;
 const NINE = 0x39;
+const HYPHEN = 0x2d;
 
-/** Characters of a host name kept as they are by the host parser (UTS 46 maps lower-case ASCII letters, digits and `-` to themselves). */
-const HOST_NAME = new Uint8Array(0x80);
 /**
  * Path characters the URL parser keeps as they are (outside the path percent-encode set, WHATWG
  * URL §1.3, and not `\`, which a special URL reads as `/`): printable ASCII but `"`, `#`, `<`, `>`,
@@ -37,7 +36,6 @@ for (let c = 0x21; c < 0x7f; c++) {
   if (!'"#<>?\\^`{|}%'.includes(String.fromCharCode(c))) PATH_PLAIN[c] = 1;
   if (!'"#<>\''.includes(String.fromCharCode(c))) QUERY_PLAIN[c] = 1;
 }
-for (const c of 'abcdefghijklmnopqrstuvwxyz0123456789-') HOST_NAME[c.charCodeAt(0)] = 1;
 
 /** A target read by {@link canonicalTargetOf}: the target string and where its parts begin and end. */
 class CanonicalTarget implements TargetUrl {
@@ -45,14 +43,22 @@ class CanonicalTarget implements TargetUrl {
     readonly href: string,
     readonly protocol: 'http:' | 'https:',
     readonly hostname: string,
-    readonly port: string,
+    /** The port the connection uses (the scheme's default when none is written). */
+    readonly portNumber: number,
     /** Where the host begins in `href` (after `//`). */
     private readonly hostStart: number,
+    /** Where the host name ends in `href` (at the port's `:`, or at the path). */
+    private readonly hostEnd: number,
     /** Where the path begins in `href` (its `/`): the authority ends there. */
     private readonly pathStart: number,
     /** Where the query's `?` is in `href`, or `href.length` when there is none. */
     private readonly queryStart: number,
   ) {}
+
+  /** The written port, or '' (never the scheme's default: such a target is left to the URL parser). */
+  get port(): string {
+    return this.hostEnd < this.pathStart ? this.href.slice(this.hostEnd + 1, this.pathStart) : '';
+  }
 
   get host(): string {
     return this.href.slice(this.hostStart, this.pathStart);
@@ -72,6 +78,22 @@ class CanonicalTarget implements TargetUrl {
   }
 }
 
+/**
+ * The port a connection to `target` uses: the written one, else the scheme's default (80, or 443
+ * for https:). Read without converting `port` for a target from {@link canonicalTargetOf} (a
+ * string-to-number conversion is a runtime call, ~350 instructions). Never throws.
+ */
+export function connectionPortOf(target: TargetUrl): number {
+  if (target instanceof CanonicalTarget) return target.portNumber;
+  return Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
+}
+
+/** True when `raw[from, to)` is `.` or `..`, a segment the parser removes from a path. */
+function isDotSegment(raw: string, from: number, to: number): boolean {
+  const length = to - from;
+  return (length === 1 || length === 2) && raw.charCodeAt(from) === DOT && (length === 1 || raw.charCodeAt(from + 1) === DOT);
+}
+
 /** True when `c` is an ASCII digit. */
 function isDigit(c: number): boolean {
   return c >= ZERO && c <= NINE;
@@ -80,29 +102,6 @@ function isDigit(c: number): boolean {
 /** True when `c` is an ASCII hexadecimal digit. */
 function isHex(c: number): boolean {
   return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-}
-
-/**
- * True when `raw[from, to)` is an IPv4 address as the URL parser writes it: four decimal parts of
- * 0-255, without leading zeros (the parser reads `010` as octal, `127.1` as `127.0.0.1`: those
- * are left to it).
- */
-function isDottedQuad(raw: string, from: number, to: number): boolean {
-  let parts = 0;
-  let i = from;
-  while (i < to) {
-    const start = i;
-    let value = 0;
-    for (; i < to && isDigit(raw.charCodeAt(i)); i++) value = value * 10 + raw.charCodeAt(i) - ZERO;
-    const length = i - start;
-    if (length === 0 || length > 3 || value > 255 || (length > 1 && raw.charCodeAt(start) === ZERO)) return false;
-    parts++;
-    if (i === to) break;
-    if (raw.charCodeAt(i) !== DOT) return false;
-    i++;
-    if (i === to) return false;
-  }
-  return parts === 4;
 }
 
 /**
@@ -116,63 +115,80 @@ function isDottedQuad(raw: string, from: number, to: number): boolean {
  * @returns the target's parts, or undefined when `raw` is not spelt so (then `new URL` reads it).
  */
 export function canonicalTargetOf(raw: string): TargetUrl | undefined {
-  let protocol: 'http:' | 'https:';
-  let i: number;
-  if (raw.startsWith('http://')) {
-    protocol = 'http:';
-    i = 7;
-  } else if (raw.startsWith('https://')) {
-    protocol = 'https:';
-    i = 8;
-  } else return undefined;
   const n = raw.length;
+  // `http://` or `https://`, by character codes (`startsWith` is a call per target).
+  if (n < 9 || raw.charCodeAt(0) !== 0x68 || raw.charCodeAt(1) !== 0x74 || raw.charCodeAt(2) !== 0x74 || raw.charCodeAt(3) !== 0x70) return undefined;
+  const isHttps = raw.charCodeAt(4) === 0x73;
+  let i = isHttps ? 5 : 4;
+  if (raw.charCodeAt(i) !== COLON || raw.charCodeAt(i + 1) !== SLASH || raw.charCodeAt(i + 2) !== SLASH) return undefined;
+  i += 3;
+  const protocol = isHttps ? 'https:' : 'http:';
   const hostStart = i;
   let labelStart = i;
-  let hasXn = false;
+  // One pass over the host: its labels, and whether it is a dotted-quad IPv4 address as the parser
+  // writes it (four decimal labels of 0-255 without leading zeros; `010` is octal to it, `127.1`
+  // is `127.0.0.1`). `value` is the label's number while it has only digits (past 255: left at it).
+  let labels = 0;
+  let isQuad = true;
+  let value = 0;
   for (; i < n; i++) {
     const c = raw.charCodeAt(i);
-    if (c === DOT) {
+    if (c >= ZERO && c <= NINE) {
+      if (value <= 255) value = value * 10 + c - ZERO;
+    } else if (c === DOT) {
       if (i === labelStart) return undefined;
+      if (value > 255 || (i - labelStart > 1 && raw.charCodeAt(labelStart) === ZERO)) isQuad = false;
+      labels++;
+      value = 0;
       labelStart = i + 1;
-    } else if (c >= 0x80 || HOST_NAME[c] === 0) break;
-    else if (c === 0x2d && i === labelStart + 3 && raw.charCodeAt(i - 1) === 0x2d) hasXn = true; // `??--`: maybe `xn--` (IDNA), to the parser
+    } else if ((c >= 0x61 && c <= 0x7a) || c === HYPHEN) {
+      isQuad = false;
+      // `??--` begins an IDNA label (`xn--`) or one UTS 46 may refuse: to the parser.
+      if (c === HYPHEN && i === labelStart + 3 && raw.charCodeAt(i - 1) === HYPHEN) return undefined;
+    } else break;
   }
   const hostEnd = i;
-  if (hostEnd === labelStart || hasXn) return undefined;
+  if (hostEnd === labelStart) return undefined; // no host, or a trailing dot
+  if (value > 255 || (i - labelStart > 1 && raw.charCodeAt(labelStart) === ZERO)) isQuad = false;
   // A host whose last label is a number is an IPv4 address to the parser (its "ends in a number" check).
-  if (isDigit(raw.charCodeAt(labelStart)) && !isDottedQuad(raw, hostStart, hostEnd)) return undefined;
-  let port = '';
+  const first = raw.charCodeAt(labelStart);
+  if (first >= ZERO && first <= NINE && (!isQuad || labels !== 3)) return undefined;
+  let port = isHttps ? 443 : 80;
   if (i < n && raw.charCodeAt(i) === COLON) {
     const portStart = ++i;
-    let value = 0;
-    for (; i < n && isDigit(raw.charCodeAt(i)); i++) value = value * 10 + raw.charCodeAt(i) - ZERO;
+    let portValue = 0;
+    for (; i < n; i++) {
+      const c = raw.charCodeAt(i);
+      if (c < ZERO || c > NINE) break;
+      portValue = portValue * 10 + c - ZERO;
+    }
     const length = i - portStart;
-    if (length === 0 || length > 5 || raw.charCodeAt(portStart) === ZERO || value > 65535 || value === (protocol === 'http:' ? 80 : 443)) return undefined;
-    port = raw.slice(portStart, i);
+    if (length === 0 || length > 5 || raw.charCodeAt(portStart) === ZERO || portValue > 65535 || portValue === port) return undefined;
+    port = portValue;
   }
   if (i >= n || raw.charCodeAt(i) !== SLASH) return undefined;
   const pathStart = i;
   let segmentStart = i + 1;
-  for (i++; i <= n; i++) {
-    const c = i < n ? raw.charCodeAt(i) : SLASH;
-    if (c === SLASH || c === QUESTION) {
-      // A `.` or `..` segment is removed by the parser.
-      const length = i - segmentStart;
-      if ((length === 1 || length === 2) && raw.charCodeAt(segmentStart) === DOT && (length === 1 || raw.charCodeAt(segmentStart + 1) === DOT)) return undefined;
-      if (c === QUESTION) break;
+  for (i++; i < n; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === SLASH) {
+      if (isDotSegment(raw, segmentStart, i)) return undefined;
       segmentStart = i + 1;
-    } else if (c === PERCENT) {
+    } else if (c === QUESTION) break;
+    else if (c === PERCENT) {
       // `%2e` is a dot to the dot-segment check; any `%` not before two hex digits: to the parser.
+      if (i + 2 >= n) return undefined;
       const high = raw.charCodeAt(i + 1);
       const low = raw.charCodeAt(i + 2);
       if (!isHex(high) || !isHex(low) || (high === 0x32 && (low === 0x65 || low === 0x45))) return undefined;
       i += 2;
     } else if (c >= 0x80 || PATH_PLAIN[c] === 0) return undefined;
   }
+  if (isDotSegment(raw, segmentStart, i)) return undefined;
   const queryStart = i < n ? i : n;
   for (i++; i < n; i++) {
     const c = raw.charCodeAt(i);
     if (c >= 0x80 || QUERY_PLAIN[c] === 0) return undefined;
   }
-  return new CanonicalTarget(raw, protocol, raw.slice(hostStart, hostEnd), port, hostStart, pathStart, queryStart);
+  return new CanonicalTarget(raw, protocol, raw.slice(hostStart, hostEnd), port, hostStart, hostEnd, pathStart, queryStart);
 }

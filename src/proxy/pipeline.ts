@@ -29,7 +29,7 @@ import { InFlightList } from './in-flight-list.js';
 import { answerAsFinalRecipient, maxForwardsOf } from './max-forwards.js';
 import { ByteCounter, ProxiedExchange, recordPacing } from './proxied-exchange.js';
 import { originOf, pathAndQueryOf } from './target-origin.js';
-import type { TargetUrl } from './canonical-target.js';
+import { connectionPortOf as portOf, type TargetUrl } from './canonical-target.js';
 import { requestIdOf } from './request-id.js';
 import type { TargetCheck, TargetGuard } from './target-guard.js';
 import { NON_PUBLIC_ADDRESS, OWN_LISTENER_CODE, PRIVATE_TARGET_CODE } from './target-guard.js';
@@ -90,10 +90,6 @@ export interface ProxiedRequest {
   boundary: RequestBoundary;
 }
 
-/** The port a connection to `url` uses. */
-function portOf(url: TargetUrl): number {
-  return Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
-}
 
 /**
  * Who a request is to the pacer's fairness (the origin's queue serves identities round-robin,

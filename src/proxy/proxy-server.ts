@@ -18,6 +18,7 @@ import { targetsOwnListener } from './loop-guard.js';
 import { guardSocketRequest, RequestBoundary } from './error-boundary.js';
 import { answerClientError, refuseRequest } from './own-answer.js';
 import { missingHostDetail, parseProxyTarget, type TargetUrl } from './proxy-target.js';
+import { connectionPortOf } from './canonical-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import { acceptWithStableSocketOptions } from './socket-accept.js';
 import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
@@ -135,8 +136,7 @@ export class ProxyServer {
   /** True when the target is this proxy's own listener or the request already passed through it. */
   private isLoop(req: IncomingMessage, target: TargetUrl): boolean {
     if (hasVisitedProxy(req.headers, this.deps.viaPseudonym)) return true;
-    const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
-    return targetsOwnListener(target.hostname, port, this.ownAddresses);
+    return targetsOwnListener(target.hostname, connectionPortOf(target), this.ownAddresses);
   }
 
   /**

@@ -2,13 +2,14 @@
  * The request target read without the URL parser (src/proxy/canonical-target.ts, issue 11) gives
  * exactly what `new URL` gives: every target it accepts is one whose WHATWG serialization is the
  * target itself, and each part the proxy reads is the URL's; `parseProxyTarget` answers as the URL
- * parser alone does (`parseProxyTargetByUrl`) on generated and hand-picked targets. A robots
+ * parser alone does (`parseProxyTargetByUrl`) on generated and hand-picked targets, and the port a
+ * connection uses (`connectionPortOf`) is the URL's port or the scheme's default. A robots
  * decision is made on these parts (origin, path), so a difference is a wrong decision.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { canonicalTargetOf, type TargetUrl } from '../../src/proxy/canonical-target.js';
+import { canonicalTargetOf, connectionPortOf, type TargetUrl } from '../../src/proxy/canonical-target.js';
 import { parseProxyTarget, parseProxyTargetByUrl } from '../../src/proxy/proxy-target.js';
 
 const PARTS = ['href', 'protocol', 'host', 'hostname', 'port', 'pathname', 'search', 'origin'] as const;
@@ -28,6 +29,8 @@ function assertAgrees(raw: string): void {
   }
   assert.notEqual(typeof fast, 'string', `${JSON.stringify(raw)}: the reference reads it`);
   assert.deepEqual(partsOf(fast as TargetUrl), partsOf(reference), JSON.stringify(raw));
+  assert.equal(connectionPortOf(fast as TargetUrl), Number(reference.port) || (reference.protocol === 'https:' ? 443 : 80), JSON.stringify(raw));
+  assert.equal(connectionPortOf(reference), connectionPortOf(fast as TargetUrl), JSON.stringify(raw));
   const canonical = canonicalTargetOf(raw);
   if (canonical !== undefined) {
     assert.equal(canonical.href, raw, JSON.stringify(raw));

@@ -167,6 +167,17 @@ describe('requests inside CONNECT tunnels', () => {
     assert.ok(plain.includes('page /page/dot-plain'), plain);
   });
 
+  it('an absolute-form target on the tunnel\'s own origin is served, TLS or plain (read without the URL parser when canonical, or by it)', async () => {
+    for (const spelling of [`https://localhost:${tlsOrigin.port}/page/abs`, `HTTPS://LocalHost:${tlsOrigin.port}/page/abs-parsed`]) {
+      const viaTls = await exchangeInTunnel(`localhost:${tlsOrigin.port}`, `GET ${spelling} HTTP/1.1\r\nHost: localhost:${tlsOrigin.port}\r\nUser-Agent: ${UA}\r\nConnection: close\r\n\r\n`);
+      assert.match(viaTls, /^HTTP\/1\.1 200 /, spelling);
+      assert.ok(viaTls.includes(`tls page ${new URL(spelling).pathname}`), viaTls);
+    }
+    const plain = await exchangeInTunnel(`localhost:${origin.port}`, `GET http://localhost:${origin.port}/page/abs-plain HTTP/1.1\r\nHost: localhost:${origin.port}\r\nUser-Agent: ${UA}\r\nConnection: close\r\n\r\n`, { plain: true });
+    assert.match(plain, /^HTTP\/1\.1 200 /);
+    assert.ok(plain.includes('page /page/abs-plain'), plain);
+  });
+
   it('a request for another origin inside a tunnel is 421, plain HTTP included, and never forwarded', async () => {
     const other = `127.0.0.1:${tlsOrigin.port}`;
     const plain = await exchangeInTunnel(`localhost:${origin.port}`, `GET http://${other}/page/elsewhere HTTP/1.1\r\nHost: ${other}\r\nConnection: close\r\n\r\n`, { plain: true });
