@@ -279,6 +279,29 @@ describe('encodeAccessLine', () => {
     }
   });
 
+  it("writes the old serializer's line for origins met again (their bytes kept from the first line), in any order, past the kept table's bound too", () => {
+    const origins = [
+      'http://127.0.0.1:41000', 'http://a.example', 'https://www.a-rather-long-host-name.example:8443', 'http://"quoted"\\', 'http://exämple.test',
+      'http://\u0001ctl', 'http://lone\ud800', '', `http://${'x'.repeat(ACCESS_LOG_LIMITS.urlChars + 10)}`, `http://${'y'.repeat(300)}`,
+    ];
+    const check = (origin: string, buffer: LineBuffer): void => {
+      const entry = makeEntry({ decision: makeDecision({ origin }) });
+      const start = buffer.length;
+      encodeAccessLine(buffer, entry, ',"pid":1', 1_700_000_000_000);
+      assert.deepEqual(buffer.buf.subarray(start, buffer.length), oldLine(entry, ',"pid":1', 1_700_000_000_000), origin.slice(0, 40));
+    };
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.constantFrom(...origins), text), { minLength: 1, maxLength: 30 }), (sequence) => {
+        const buffer = new LineBuffer(16);
+        for (const origin of sequence) check(origin, buffer);
+      }),
+      { numRuns: 300 },
+    );
+    // More origins than the table keeps, then the first ones again (the table started again in between).
+    const buffer = new LineBuffer(16);
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 1500; i += 7) check(`http://h${i}.example:${1000 + i}`, buffer);
+  });
+
   it('writes JSON.stringify of the record toAccessLogRecord builds, caps and truncated list included, in hand-picked entries', () => {
     const long = (unit: string, n: number): string => unit.repeat(n);
     const entries: AccessEntry[] = [];
