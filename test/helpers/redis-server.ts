@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { before, after } from 'node:test';
 import { Redis } from 'ioredis';
 import { onStopAll, track } from './processes.js';
 
@@ -107,4 +108,21 @@ export async function startRedisServer(): Promise<RedisServer> {
     signal: (signal) => void child?.kill(signal),
     close,
   };
+}
+
+/**
+ * Registers, in the calling `describe`, one private redis-server for its tests: started
+ * before them and handed to `started`; after them, every connection in `opened` (those the
+ * tests opened: closed here too, so a failed test leaves none open) and the server are closed.
+ */
+export function useRedisServer(opened: readonly { close(): Promise<unknown> }[], started: (redis: RedisServer) => void): void {
+  let redis: RedisServer | undefined;
+  before(async () => {
+    redis = await startRedisServer();
+    started(redis);
+  });
+  after(async () => {
+    await Promise.all(opened.map((c) => c.close()));
+    await redis?.close();
+  });
 }

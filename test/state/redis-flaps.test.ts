@@ -7,13 +7,13 @@
  * by its own timers (reconnects at most a second apart, a ping every 500 ms on a stalled server),
  * never per request. A private redis-server per file, started, killed and stalled by the test.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisConnection } from '../../src/state/redis-connection.js';
 import { RedisSlotStore } from '../../src/state/redis-slots.js';
 import type { SlotLease } from '../../src/state/types.js';
 import { StateUnavailableError } from '../../src/errors.js';
-import { REDIS_SKIP, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { REDIS_SKIP, useRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix } from '../helpers/fleet.js';
 
 const ORIGIN = 'https://flaps.example';
@@ -72,13 +72,7 @@ async function failWithoutRoundTrips(connection: RedisConnection, slots: RedisSl
 
 describe('a fleet Redis that comes and goes', { skip: REDIS_SKIP }, () => {
   let redis: RedisServer;
-  before(async () => {
-    redis = await startRedisServer();
-  });
-  after(async () => {
-    await Promise.all(opened.map((c) => c.close()));
-    await redis?.close();
-  });
+  useRedisServer(opened, (server) => (redis = server));
 
   it('down at start: falls back, then is fleet-wide by itself once Redis answers, and says so', async () => {
     await redis.stop();

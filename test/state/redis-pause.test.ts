@@ -5,7 +5,7 @@
  * under the pause key (the guards of a release's pause); with Redis down, a `fleet-state` warning
  * and the local pause, never a throw.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { systemClock } from '../../src/clock.js';
 import { FleetPacer } from '../../src/pacing/fleet-pacer.js';
@@ -14,7 +14,7 @@ import type { PacingOptions } from '../../src/pacing/pacing-options.js';
 import { RedisConnection } from '../../src/state/redis-connection.js';
 import { RedisSlotStore } from '../../src/state/redis-slots.js';
 import type { SlotReservation } from '../../src/state/types.js';
-import { REDIS_SKIP, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { REDIS_SKIP, useRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix } from '../helpers/fleet.js';
 
 const ORIGIN = 'https://a.example';
@@ -49,13 +49,7 @@ function pausedFor(reservation: SlotReservation): number {
 
 describe('robots.txt overload pause on Redis', { skip: REDIS_SKIP }, () => {
   let redis: RedisServer;
-  before(async () => {
-    redis = await startRedisServer();
-  });
-  after(async () => {
-    await Promise.all(opened.map((c) => c.close()));
-    await redis?.close();
-  });
+  useRedisServer(opened, (server) => (redis = server));
 
   it('one instance applies it, another instance finds the origin paused', async () => {
     const prefix = freshPrefix();

@@ -6,13 +6,13 @@
  * gives up within the command timeout, and the store is available again once
  * the server answers.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisConnection } from '../../src/state/redis-connection.js';
 import { RedisSlotStore } from '../../src/state/redis-slots.js';
 import type { SlotLease } from '../../src/state/types.js';
 import { StateUnavailableError } from '../../src/errors.js';
-import { REDIS_SKIP, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { REDIS_SKIP, useRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix } from '../helpers/fleet.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -31,14 +31,7 @@ async function open(redis: RedisServer, leaseMs = 30_000, commandTimeoutMs = 300
 
 describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
   let redis: RedisServer;
-  before(async () => {
-    redis = await startRedisServer();
-  });
-  after(async () => {
-    // Closed here too, so a failed test leaves no connection open.
-    await Promise.all(opened.map((c) => c.close()));
-    await redis?.close();
-  });
+  useRedisServer(opened, (server) => (redis = server));
 
   it('spaces delayed starts on the server\'s clock and runs one delayed request at a time', async () => {
     const { connection, slots } = await open(redis);
