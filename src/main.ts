@@ -45,8 +45,7 @@ import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
 import { runUntilStopped } from './lifecycle/process-handlers.js';
 import { decideWithoutRobots } from './policy/decide.js';
-import { resetsFailResponses } from './upstream-resets.js';
-import { skipsUnsolicitedContinue } from './upstream-continue.js';
+import { upstreamConnector } from './upstream-connector.js';
 
 /** Options of {@link serve}. */
 export interface ServeOptions {
@@ -284,15 +283,13 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   const upstreamTls: SecureContext | undefined = extraCaPems.length > 0 ? createSecureContext({ ca: [...rootCertificates, ...extraCaPems] }) : undefined;
   const createRobotsAgent = (connectTimeoutMs: number): Agent =>
     new Agent({
-      // A reset fails the robots.txt body in flight: a cut file is unreachable, never parsed (upstream-resets.ts).
-      // An unsolicited 100 Continue before the robots.txt answer is read past (upstream-continue.ts).
-      connect: resetsFailResponses(
-        skipsUnsolicitedContinue(
-          guard.connector({
-            timeout: connectTimeoutMs,
-            ...(upstreamTls ? { secureContext: upstreamTls } : {}),
-          }),
-        ),
+      // A reset fails the robots.txt body in flight: a cut file is unreachable, never parsed; an
+      // unsolicited 100 Continue before the answer is read past (upstream-connector.ts).
+      connect: upstreamConnector(
+        guard.connector({
+          timeout: connectTimeoutMs,
+          ...(upstreamTls ? { secureContext: upstreamTls } : {}),
+        }),
       ),
     });
   let robotsAgent = createRobotsAgent(config.upstream.connectTimeoutMs);

@@ -12,8 +12,7 @@ import type { SnapshotInfo } from '../policy/decision.js';
 import type { RobotsSnapshot } from '../policy/snapshot.js';
 import { DEFAULT_MAX_CRAWL_DELAY_SECONDS, DEFAULT_MAX_ROBOTS_BYTES, parseRobotsTxt } from '../robots/index.js';
 import { ACCEPTED_ENCODINGS, createDecoders, namesNoCoding, readBodyUpTo } from './body-reader.js';
-import { resetsFailResponses } from '../upstream-resets.js';
-import { skipsUnsolicitedContinue } from '../upstream-continue.js';
+import { upstreamConnector } from '../upstream-connector.js';
 import { freshLifetimeMs, unreachableRetryMs } from './expiry.js';
 
 /** Options of {@link RobotsFetcher}. Defaults match `robots.*` in config/default.yaml. */
@@ -102,7 +101,7 @@ type Outcome =
 export function createRobotsAgent(options: { ca?: string[]; connectTimeoutMs?: number } = {}): Agent {
   const ca = options.ca !== undefined && options.ca.length > 0 ? [...rootCertificates, ...options.ca] : undefined;
   // A reset fails the body in flight, whatever its framing: a cut robots.txt is never parsed (upstream-resets.ts).
-  return new Agent({ connect: resetsFailResponses(skipsUnsolicitedContinue(buildConnector({ timeout: options.connectTimeoutMs ?? 10_000, ...(ca === undefined ? {} : { ca }) }))) });
+  return new Agent({ connect: upstreamConnector(buildConnector({ timeout: options.connectTimeoutMs ?? 10_000, ...(ca === undefined ? {} : { ca }) })) });
 }
 
 function resolveFetcherOptions(options: RobotsFetcherOptions, clock: Clock): Required<Omit<RobotsFetcherOptions, 'ca' | 'dispatcher'>> {

@@ -15,8 +15,7 @@ import { Pool, buildConnector, type Dispatcher } from 'undici';
 import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock } from '../clock.js';
 import { HoldList, type HeldSlot } from '../pacing/hold-list.js';
-import { resetsFailResponses } from '../upstream-resets.js';
-import { skipsUnsolicitedContinue } from '../upstream-continue.js';
+import { upstreamConnector } from '../upstream-connector.js';
 
 /** Options of {@link UpstreamForwarder}. Durations in ms. */
 export interface ForwarderOptions {
@@ -374,15 +373,13 @@ export class UpstreamForwarder {
       pool = new Pool(origin, {
         connections: this.options.connectionsPerOrigin ?? 64,
         pipelining: 1,
-        // A reset fails the response in flight, whatever its framing (upstream-resets.ts).
-        // An unsolicited 100 Continue is read past (upstream-continue.ts).
-        connect: resetsFailResponses(
-          skipsUnsolicitedContinue(
-            (this.options.createConnector ?? buildConnector)({
-              timeout: this.connectTimeoutMs,
-              ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
-            } as buildConnector.BuildOptions),
-          ),
+        // A reset fails the response in flight, whatever its framing; an unsolicited 100 Continue
+        // is read past (upstream-connector.ts).
+        connect: upstreamConnector(
+          (this.options.createConnector ?? buildConnector)({
+            timeout: this.connectTimeoutMs,
+            ...(this.options.secureContext ? { secureContext: this.options.secureContext } : {}),
+          } as buildConnector.BuildOptions),
         ),
       });
       this.pools.set(origin, pool);
