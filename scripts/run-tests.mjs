@@ -47,6 +47,12 @@ function summarise(lines, fileCount) {
     `run-tests: ${fileCount} files, ${tests.length} tests: ${passed} passed, ${failed} failed, ${cancelled} cancelled, ${skipped} skipped, ${todo} todo; ` +
       `${broken.length} files or suites failed to load or crashed`,
   ];
+  const failedTests = tests.filter((t) => t.outcome === 'fail');
+  if (failedTests.length > 0) {
+    // Named here, at the end, because a CI log is often kept only in part and the TAP above scrolls away.
+    out.push(`run-tests: FAILED: ${failedTests.length} tests:`);
+    for (const t of failedTests) out.push(`  ${relative(root, t.file ?? '?')}: ${(t.path ?? [t.name]).join(' > ')}: ${t.reason ?? 'failed'}`);
+  }
   if (broken.length > 0) {
     out.push(`run-tests: FAILED: ${broken.length} test files or suites did not load or crashed, so some of their tests never ran:`);
     for (const b of broken) {

@@ -4,7 +4,8 @@
 // and a describe() whose callback throws is a failed suite whose tests never
 // registered; the built-in summary reports the latter as "fail 0".
 //
-// Lines: {"kind":"test","outcome":"pass"|"fail"|"cancelled"|"skip"|"todo","file","name"}
+// Lines: {"kind":"test","outcome":"pass"|"fail"|"cancelled"|"skip"|"todo","file","name"}, and for a
+//        failed test "path" (its suites' names and its own, outermost first) and "reason" (its error's first line)
 //        {"kind":"file-failed","file","reason"}   the file did not load, or its process crashed
 //        {"kind":"suite-failed","file","name","reason"}   a suite's own code or hook threw
 
@@ -19,14 +20,29 @@ function reasonFrom(lines, fallback) {
   return last?.trim() ?? fallback;
 }
 
+/** The first line of a failed test's error: the assertion's own message, else the error's. */
+function failureReason(error) {
+  const message = String(error.cause?.message ?? error.message ?? error.failureType ?? 'failed');
+  return message.split('\n').find((line) => line.trim() !== '')?.trim() ?? message;
+}
+
 export default async function* outcomes(source) {
   const stderrByFile = new Map();
+  /** Names of the suites open at each nesting level of each file (test:start comes before a test's subtests). */
+  const suitesByFile = new Map();
   for await (const event of source) {
     const data = event.data ?? {};
     if (event.type === 'test:stderr') {
       const kept = stderrByFile.get(data.file) ?? [];
       kept.push(...String(data.message).split('\n'));
       stderrByFile.set(data.file, kept.slice(-STDERR_LINES_KEPT));
+      continue;
+    }
+    if (event.type === 'test:start') {
+      const names = suitesByFile.get(data.file) ?? [];
+      names.length = data.nesting;
+      names.push(data.name);
+      suitesByFile.set(data.file, names);
       continue;
     }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
@@ -56,6 +72,12 @@ export default async function* outcomes(source) {
     if (data.skip !== undefined) outcome = 'skip';
     else if (data.todo !== undefined) outcome = 'todo';
     else if (error.failureType === 'cancelledByParent') outcome = 'cancelled';
-    yield `${JSON.stringify({ kind: 'test', outcome, file: data.file, name: data.name })}\n`;
+    const record = { kind: 'test', outcome, file: data.file, name: data.name };
+    if (outcome === 'fail') {
+      // The file-level entry (nesting 0, named by the path) is not a suite of its own.
+      const path = (suitesByFile.get(data.file) ?? []).slice(0, data.nesting).filter((name) => name !== data.file);
+      Object.assign(record, { path: [...path, data.name], reason: failureReason(error) });
+    }
+    yield `${JSON.stringify(record)}\n`;
   }
 }

@@ -48,7 +48,7 @@ describe('scripts/run-tests.mjs', () => {
       'top-level-throw.test.ts': "import { readFileSync } from 'node:fs';\nreadFileSync('/nonexistent/robots-fixture.txt');\n",
       'suite-throws.test.ts': "import { describe, it } from 'node:test';\ndescribe('reads its data', () => {\n  JSON.parse('{');\n  it('never registered', () => {});\n});\n",
       'hook.test.ts': "import { describe, it, before } from 'node:test';\ndescribe('set up', () => {\n  before(() => { throw new Error('origin did not start'); });\n  it('a', () => {});\n  it('b', () => {});\n});\n",
-      'fails.test.ts': "import { it } from 'node:test';\nit('fails', () => { throw new Error('no'); });\n",
+      'fails.test.ts': "import { describe, it } from 'node:test';\ndescribe('a group', () => {\n  it('fails', () => { throw new Error('no\\nmore'); });\n});\n",
     });
     const { status, stdout, stderr } = runTests(root);
     assert.equal(status, 1, stdout + stderr);
@@ -57,6 +57,9 @@ describe('scripts/run-tests.mjs', () => {
     assert.match(stderr, /^ {2}test\/top-level-throw\.test\.ts: Error: ENOENT: .*robots-fixture\.txt/m);
     assert.match(stderr, /^ {2}test\/suite-throws\.test\.ts \(suite "reads its data"\): testCodeFailure: .*JSON/m);
     assert.match(stderr, /^ {2}test\/hook\.test\.ts \(suite "set up"\): hookFailed: /m);
+    // A failed test is named at the end with its suites and its error's first line (a CI log may keep only the end).
+    assert.match(stderr, /^run-tests: FAILED: 1 tests:$/m);
+    assert.match(stderr, /^ {2}test\/fails\.test\.ts: a group > fails: no$/m);
   });
 
   for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
