@@ -6,7 +6,7 @@
  *   node bench/request-instructions.mjs [--repo DIR] [--origins 50] [--mc 4] [--level warn]
  *     [--warm 20000] [--n 4000] [--node-flags "--import=/abs/probe.mjs"] [--no-valgrind]
  *     [--close] [--role bare-dispatch] [--role-options '{"stableAccept":true}']
- *     [--set ledger.flushInterval=1m] (repeatable)
+ *     [--set ledger.flushInterval=1m] (repeatable) [--stdout FILE]
  *
  * `--close`: every request on a new connection with `Connection: close` (50 at a time, one request
  * each, the next connection opened when one closes): what a connection costs. `--mc` and `--level`
@@ -32,7 +32,7 @@
  * Needs the repo built (`npm run build`). Contacts 127.0.0.1 only.
  */
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, writeFileSync, readdirSync, rmSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -57,6 +57,8 @@ const VALGRIND = !args.includes('--no-valgrind');
 const CLOSE = args.includes('--close');
 const ROLE = opt('role', undefined);
 const ROLE_OPTIONS = opt('role-options', '{}');
+/** `--stdout FILE`: the proxy's standard output (its access log, `--trace-gc` lines) into FILE instead of nowhere. */
+const STDOUT = opt('stdout', undefined);
 /** `--set a.b=VALUE` pairs: config paths and their YAML values. */
 const SETS = args.flatMap((a, i) => (a === '--set' ? [args[i + 1]] : [])).map((kv) => {
   const eq = kv.indexOf('=');
@@ -204,7 +206,8 @@ async function main() {
       ? [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cli.js'), 'serve', '--config', configPath]
       : [process.execPath, ...NODE_FLAGS, join(REPO, 'bench/floor-roles.mjs'), ROLE, ROLE_OPTIONS];
   const argv = VALGRIND ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${outFile}`, ...nodeArgv] : nodeArgv;
-  const proxy = spawn(argv[0], argv.slice(1), { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe', ...(ROLE === undefined ? [] : ['ipc'])] });
+  const stdout = STDOUT === undefined ? 'ignore' : openSync(STDOUT, 'w');
+  const proxy = spawn(argv[0], argv.slice(1), { cwd: REPO, stdio: ['ignore', stdout, 'pipe', ...(ROLE === undefined ? [] : ['ipc'])] });
   let stderr = '';
   proxy.stderr.on('data', (d) => (stderr += d));
   try {

@@ -85,8 +85,16 @@ export interface SlotHost {
   markSent(slot: GrantedSlot): void;
 }
 
-/** A granted slot; its methods live on the prototype (no closures per request). */
+/**
+ * A granted slot; its methods live on the prototype (no closures per request). It is also its own
+ * grant (`{ granted: true, slot }`: `granted` is true and `slot` is the slot itself), so a grant
+ * allocates no outcome object besides the slot (issue 11).
+ */
 export class GrantedSlot implements Slot, HeldSlot {
+  /** Always true: the slot read as its grant ({@link AcquireOutcome}). */
+  readonly granted = true as const;
+  /** The slot itself: the slot read as its grant ({@link AcquireOutcome}). */
+  readonly slot: GrantedSlot = this;
   /** Released by its holder or by the hold bound. */
   isReleased = false;
   /** Released by the hold bound: the holder's own release may still report an overload answer. */

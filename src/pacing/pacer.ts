@@ -176,7 +176,8 @@ export class Pacer {
     const nowMs = this.#clock.nowMs();
     if (state.queue.size === 0 && this.#canStart(state, delayMs, maxConcurrency, nowMs)) {
       this.#remember(state, delayMs, maxConcurrency);
-      return { granted: true, slot: this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded) };
+      // The slot is its own grant: no outcome object per request.
+      return this.#start(state, delayMs, nowMs, nowMs, options.onHoldExceeded);
     }
     // Only an origin with state can refuse: a fresh one always starts at once above.
     const refusal = this.#refusalFor(state, options.identity, delayMs, nowMs);
@@ -413,7 +414,7 @@ export class Pacer {
       // Timers may fire late or (rounded) early: the clock decides, and an early wake re-arms.
       if (readyMs > nowMs) return this.#wakeAt(state, readyMs, nowMs);
       queue.shift();
-      this.#settle(head, { granted: true, slot: this.#start(state, head.delayMs, head.enqueuedAtMs, nowMs, head.onHoldExceeded) });
+      this.#settle(head, this.#start(state, head.delayMs, head.enqueuedAtMs, nowMs, head.onHoldExceeded));
     }
     if (state.inFlight > 0) return;
     const forgetAtMs = Math.max(
@@ -444,7 +445,8 @@ export class Pacer {
     state.timerDueMs = Infinity;
   }
 
-  #start(state: OriginState, delayMs: number, enqueuedAtMs: number, nowMs: number, onHoldExceeded: ((heldMs: number) => void) | undefined): Slot {
+  /** Starts a request now: its slot, which is also its grant ({@link GrantedSlot}). */
+  #start(state: OriginState, delayMs: number, enqueuedAtMs: number, nowMs: number, onHoldExceeded: ((heldMs: number) => void) | undefined): GrantedSlot {
     state.inFlight += 1;
     if (delayMs > 0) state.inFlightDelayed += 1;
     state.startSeq += 1;

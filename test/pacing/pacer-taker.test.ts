@@ -283,3 +283,25 @@ describe('Pacer.acquireFor (a waiting request is a record with a taker)', () => 
     pacer.close();
   });
 });
+
+// Issue 11: a grant allocates nothing but its slot; the slot is its own `{ granted: true, slot }`.
+describe('Pacer grants: the slot is its own grant', () => {
+  it('answers a free slot and a queued grant with the slot itself, and the slot still releases once', async () => {
+    const pacer = new Pacer({ maxConcurrency: 1, maxQueue: 100, maxWaitMs: 60_000 }, new FakeClock());
+    const first = pacer.acquireFor(A, 0, { identity: 'bot' }, new RecordingTaker('first'));
+    assert.ok(first?.granted === true, 'a free slot is granted at once');
+    assert.equal(first.slot, first, 'the grant at once is the slot itself (no outcome object)');
+    const taker = new RecordingTaker('second');
+    assert.equal(pacer.acquireFor(A, 0, { identity: 'bot' }, taker), undefined, 'the second request waits');
+    first.slot.release();
+    await flushMicrotasks();
+    const told = taker.only;
+    assert.ok(told.granted);
+    assert.equal(told.slot, told, 'the queued grant is the slot itself');
+    assert.equal(pacer.originStats(A)?.inFlight, 1);
+    told.slot.release();
+    told.slot.release(); // a second release is a no-op
+    assert.equal(pacer.originStats(A)?.inFlight ?? 0, 0);
+    pacer.close();
+  });
+});
