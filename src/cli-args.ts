@@ -23,8 +23,24 @@ export function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options'
         : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
           ? `unexpected argument ${JSON.stringify(quoted)}`
           : code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
-            ? `option ${/--[\w-]+/.exec(quoted)?.[0] ?? quoted} ${quoted.includes('<value>') ? 'needs a value' : 'takes no value'}`
+            ? invalidValueMessage(/--[\w-]+/.exec(quoted)?.[0] ?? quoted, options, quoted.includes('<value>'))
             : (err as Error).message;
     throw new UsageError(`${command}: ${what}; run "robots-proxy ${command} --help"`, { cause: err });
   }
+}
+
+/**
+ * What is wrong with an option's value, told by the option's type (not by Node's wording):
+ * a boolean option given a value (`--json=yes`) "takes no value"; a string option with none, or
+ * followed by something that starts with `-` (`--limit -1`, `--limit --json`: Node calls that
+ * ambiguous), "needs a value", with how to write one that starts with a dash. Pure.
+ * @param option the option as written, `--name`.
+ * @param options the command's options, as given to `parseArgs`.
+ * @param isMissing true when nothing followed the option (Node's "argument missing").
+ */
+function invalidValueMessage(option: string, options: NonNullable<ParseArgsConfig['options']>, isMissing: boolean): string {
+  const type = Object.hasOwn(options, option.slice(2)) ? options[option.slice(2)]?.type : undefined;
+  if (type === 'boolean') return `option ${option} takes no value`;
+  if (isMissing) return `option ${option} needs a value`;
+  return `option ${option} needs a value (one starting with "-" is written ${option}=-VALUE)`;
 }

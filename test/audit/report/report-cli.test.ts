@@ -129,6 +129,9 @@ describe('robots-proxy report', () => {
       [['report', '--bogus'], 'robots-proxy: report: unknown option --bogus; run "robots-proxy report --help"\n'],
       [['report', '--limit'], 'robots-proxy: report: option --limit needs a value; run "robots-proxy report --help"\n'],
       [['report', '--json=yes'], 'robots-proxy: report: option --json takes no value; run "robots-proxy report --help"\n'],
+      // Node calls a value starting with "-" ambiguous: the option still needs a value, and may have one written with "=".
+      [['report', '--limit', '-1'], 'robots-proxy: report: option --limit needs a value (one starting with "-" is written --limit=-VALUE); run "robots-proxy report --help"\n'],
+      [['report', '--since', '--json'], 'robots-proxy: report: option --since needs a value (one starting with "-" is written --since=-VALUE); run "robots-proxy report --help"\n'],
     ];
     for (const [args, stderr] of cases) {
       const r = await runCli(args);
