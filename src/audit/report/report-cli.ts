@@ -68,6 +68,7 @@ export async function runReportCommand(args: string[], deps: ReportCommandDeps):
     if (value !== undefined) params.set(key, value);
   }
   if (values.since !== undefined && values.from !== undefined) throw new UsageError('report: give --since or --from, not both');
+  if (values.to !== undefined && values.from === undefined) throw new UsageError('report: --to needs --from (--since counts back from now)');
   const nowMs = Math.floor(deps.nowMs());
   const parsed = parseReportQuery(params, nowMs);
   if (!parsed.ok) throw new UsageError(`report: ${parsed.message.replace(/^range/, '--since').replace(/^from/, '--from').replace(/^to/, '--to')}`);

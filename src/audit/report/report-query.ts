@@ -60,7 +60,8 @@ export function parseRange(text: string): number | undefined {
 
 /**
  * Reads a report query from URL query parameters. Defaults: the last 24 h, no filters,
- * {@link DEFAULT_ROW_LIMIT} rows. Pure; never throws.
+ * {@link DEFAULT_ROW_LIMIT} rows. `to` is read only with `from` (a `to` without one is refused:
+ * a preset range ends now). Pure; never throws.
  * @param nowMs the current time, ms since the epoch (the end of a preset range).
  */
 export function parseReportQuery(params: URLSearchParams, nowMs: number): ReportQueryParse {
@@ -78,6 +79,8 @@ export function parseReportQuery(params: URLSearchParams, nowMs: number): Report
       toMs = parsedTo;
     }
   } else {
+    // A `to` alone would be dropped and the report would end now: refused, not ignored.
+    if (to !== null && to !== '') return { ok: false, message: 'to needs from: a range (range=) always ends now' };
     const range = params.get('range') ?? '24h';
     const rangeMs = parseRange(range);
     if (rangeMs === undefined) return { ok: false, message: `range must be 1h, 24h, 7d, 30d or a duration such as 90m, got ${JSON.stringify(range.slice(0, 64))}` };

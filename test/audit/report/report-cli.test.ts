@@ -129,6 +129,9 @@ describe('robots-proxy report', () => {
       [['report', '--bogus'], 'robots-proxy: report: unknown option --bogus; run "robots-proxy report --help"\n'],
       [['report', '--limit'], 'robots-proxy: report: option --limit needs a value; run "robots-proxy report --help"\n'],
       [['report', '--json=yes'], 'robots-proxy: report: option --json takes no value; run "robots-proxy report --help"\n'],
+      // --to alone was ignored: the report ended now, whatever it said.
+      [['report', '--to', '2026-12-01T00:00:00Z'], 'robots-proxy: report: --to needs --from (--since counts back from now)\n'],
+      [['report', '--since', '7d', '--to', '2026-12-01T00:00:00Z'], 'robots-proxy: report: --to needs --from (--since counts back from now)\n'],
       // Node calls a value starting with "-" ambiguous: the option still needs a value, and may have one written with "=".
       [['report', '--limit', '-1'], 'robots-proxy: report: option --limit needs a value (one starting with "-" is written --limit=-VALUE); run "robots-proxy report --help"\n'],
       [['report', '--since', '--json'], 'robots-proxy: report: option --since needs a value (one starting with "-" is written --since=-VALUE); run "robots-proxy report --help"\n'],

@@ -26,6 +26,14 @@ describe('parseReportQuery', () => {
     assert.deepEqual([custom.query.fromMs, custom.query.toMs, custom.query.limit], [Date.parse('2026-01-01T00:00:00Z'), 1_767_312_000_000, 50]);
   });
 
+  it('refuses a to without a from, rather than ending the range now (it was ignored)', () => {
+    for (const qs of ['to=2026-01-05T00:00:00Z', 'range=7d&to=2026-01-05T00:00:00Z', 'from=&to=1767312000000']) {
+      assert.deepEqual(read(qs), { ok: false, message: 'to needs from: a range (range=) always ends now' }, qs);
+    }
+    // An empty to is no to: the preset range, as before.
+    assert.deepEqual(read('range=1h&to='), { ok: true, query: { fromMs: NOW - 3_600_000, toMs: NOW, limit: 200 } });
+  });
+
   it('refuses bad ranges, times and limits with a message', () => {
     for (const qs of ['range=soon', 'range=0', 'from=yesterday', 'from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 'limit=0', 'limit=99999', 'limit=1e3', `token=${'x'.repeat(3000)}`]) {
       const r = read(qs);
