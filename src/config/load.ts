@@ -162,10 +162,20 @@ function describeIssue(issue: z.core.$ZodIssue, data: unknown): Problem[] {
       text = `expected ${describeType(issue.expected)}, got ${got}`;
       break;
     case 'too_small':
-      text = issue.origin === 'string' ? 'must not be empty' : `must be at least ${String(issue.minimum)}, got ${got}`;
+      text =
+        issue.origin === 'string'
+          ? 'must not be empty'
+          : issue.origin === 'array'
+            ? `${hasOwnMessage(issue) ? issue.message : `must list at least ${String(issue.minimum)} ${issue.minimum === 1 ? 'entry' : 'entries'}`}; got ${describeListLength(value)}`
+            : `must be at least ${String(issue.minimum)}, got ${got}`;
       break;
     case 'too_big':
-      text = `must be at most ${String(issue.maximum)}, got ${got}`;
+      text =
+        issue.origin === 'array'
+          ? `must list at most ${String(issue.maximum)} entries; got ${describeListLength(value)}`
+          : issue.origin === 'string'
+            ? `must be at most ${String(issue.maximum)} characters; got ${typeof value === 'string' ? value.length : got}`
+            : `must be at most ${String(issue.maximum)}, got ${got}`;
       break;
     case 'invalid_value':
       text = `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}; got ${got}`;
@@ -174,6 +184,20 @@ function describeIssue(issue: z.core.$ZodIssue, data: unknown): Problem[] {
       text = issue.message;
   }
   return [{ path: issue.path, message: `${subject}: ${text}` }];
+}
+
+/**
+ * True when a size issue carries the schema's own message (`.min(1, { message })`), not zod's
+ * default ("Too small: expected array to have >=1 items"). Pure.
+ */
+function hasOwnMessage(issue: z.core.$ZodIssue): boolean {
+  return !/^Too (?:small|big)\b/.test(issue.message);
+}
+
+/** How many entries a list holds, for a size error ("an empty list", "1001 entries"); a list's value is never echoed. Pure. */
+function describeListLength(value: unknown): string {
+  if (!Array.isArray(value)) return describeValue(value);
+  return value.length === 0 ? 'an empty list' : `${value.length} ${value.length === 1 ? 'entry' : 'entries'}`;
 }
 
 function describeType(expected: string): string {

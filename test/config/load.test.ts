@@ -131,6 +131,17 @@ describe('parseConfig', () => {
     assert.equal(error.line, 2);
   });
 
+  it('says what a list of the wrong length holds, with the schema\'s own words ("got a list" and zod\'s default were all it said)', () => {
+    const rules = Array.from({ length: 1001 }, (_, i) => `    - {name: r${i}, action: deny, path: /x${i}}`).join('\n');
+    const cases: [string, string][] = [
+      ['access:\n  clients: []\n', 'x.yaml:2:3: access.clients: must list at least one range (the default is loopback only: 127.0.0.0/8 and ::1/128); got an empty list'],
+      ['policy:\n  rules:\n    - {name: a, action: deny, path: []}\n', 'x.yaml:3:31: policy.rules[0].path: must list at least one value; got an empty list'],
+      [`policy:\n  rules:\n${rules}\n`, 'x.yaml:2:3: policy.rules: must list at most 1000 entries; got 1001 entries'],
+      [`state:\n  redis:\n    keyPrefix: ${'k'.repeat(101)}\n`, 'x.yaml:3:5: state.redis.keyPrefix: must be at most 100 characters; got 101'],
+    ];
+    for (const [text, message] of cases) assert.equal(configErrorOf(() => parseConfig(text, 'x.yaml')).message, message);
+  });
+
   it('points at the key inside a flow mapping', () => {
     const error = configErrorOf(() => parseConfig('pacing: {maxQueue: 5, maxWait: 3}\n', 'x.yaml'));
     assert.equal(error.key, 'pacing.maxWait');
