@@ -494,16 +494,38 @@ const ledgerSchema = section(ledgerShape).transform(
 
 const metricsSchema = section(metricsShape).transform((m): MetricsConfig => ({ ...m }));
 
-const accessSchema = section(accessShape).transform(
-  (a): AccessConfig => ({
+/**
+ * Two `access.clients` entries for one range (after normalisation: `10.1.2.3/8` is `10.0.0.0/8`,
+ * `::ffff:127.0.0.1` is `127.0.0.1/32`) that say different things (identity or binding): the
+ * first would always apply and the second never, silently. Refused at the second, naming the first.
+ * The same entry written twice says nothing new and is accepted.
+ */
+function checkDuplicateRanges(clients: readonly ClientRangeConfig[], issues: Issues): void {
+  const seen = new Map<string, number>();
+  clients.forEach((entry, i) => {
+    const earlier = seen.get(entry.range);
+    if (earlier === undefined) {
+      seen.set(entry.range, i);
+      return;
+    }
+    const first = clients[earlier] as ClientRangeConfig;
+    if (first.identity === entry.identity && first.binding === entry.binding) return;
+    const says = (e: ClientRangeConfig) => (e.identity === undefined ? 'no identity' : `identity ${JSON.stringify(e.identity)}${e.binding === true ? ' (binding)' : ''}`);
+    fail(issues, ['clients', i], `is the range ${entry.range} again, already listed at access.clients[${earlier}] with ${says(first)}: only that entry would ever apply (one entry per range)`, entry.range);
+  });
+}
+
+const accessSchema = section(accessShape).transform((a, ctx): AccessConfig => {
+  checkDuplicateRanges(a.clients, ctx.issues);
+  return {
     clients: a.clients,
     ...(a.credentialsFile === undefined ? {} : { credentialsFile: a.credentialsFile }),
     realm: a.realm,
     maxAuthFailures: a.maxAuthFailures,
     authFailureWindowMs: a.authFailureWindow,
     maxCredentialChecks: a.maxCredentialChecks,
-  }),
-);
+  };
+});
 
 const identityEntrySchema = section(identityEntryShape).transform((i, ctx): IdentityConfig => {
   if (i.userAgent === 'set' && i.userAgentValue === undefined) {

@@ -142,6 +142,24 @@ describe('parseConfig', () => {
     for (const [text, message] of cases) assert.equal(configErrorOf(() => parseConfig(text, 'x.yaml')).message, message);
   });
 
+  it('refuses a client range listed twice with another identity or binding (the second never applied, silently)', () => {
+    const cases: [string, string][] = [
+      [
+        'access:\n  clients:\n    - {range: 10.0.0.0/8, identity: a}\n    - {range: 10.1.2.3/8, identity: b}\n',
+        'x.yaml:4:7: access.clients[1]: is the range 10.0.0.0/8 again, already listed at access.clients[0] with identity "a": only that entry would ever apply (one entry per range)',
+      ],
+      [
+        'access:\n  clients:\n    - {range: 127.0.0.1, identity: a, binding: true}\n    - 10.0.0.0/8\n    - {range: "::ffff:127.0.0.1/128", identity: a}\n',
+        'x.yaml:5:7: access.clients[2]: is the range 127.0.0.1/32 again, already listed at access.clients[0] with identity "a" (binding): only that entry would ever apply (one entry per range)',
+      ],
+      ['access:\n  clients: [192.0.2.0/24, {range: 192.0.2.0/24, identity: b}]\n', 'x.yaml:2:27: access.clients[1]: is the range 192.0.2.0/24 again, already listed at access.clients[0] with no identity: only that entry would ever apply (one entry per range)'],
+    ];
+    for (const [text, message] of cases) assert.equal(configErrorOf(() => parseConfig(text, 'x.yaml')).message, message);
+    // The same entry twice says nothing new; other ranges nested in one another are the longest-prefix rule's business.
+    const config = parseConfig('access:\n  clients: [10.0.0.0/8, 10.0.0.0/8, {range: 10.1.0.0/16, identity: a}, {range: "::ffff:10.1.0.0/112", identity: a}]\n', 'x.yaml');
+    assert.deepEqual(config.access.clients.map((c) => c.range), ['10.0.0.0/8', '10.0.0.0/8', '10.1.0.0/16', '10.1.0.0/16']);
+  });
+
   it('points at the key inside a flow mapping', () => {
     const error = configErrorOf(() => parseConfig('pacing: {maxQueue: 5, maxWait: 3}\n', 'x.yaml'));
     assert.equal(error.key, 'pacing.maxWait');
