@@ -30,6 +30,7 @@ import type {
 } from './types.js';
 import { formatDuration, formatSize, parseDuration, parseSize, type UnitParse } from './units.js';
 import { normalisePattern } from '../robots/encoding.js';
+import { hostKeyOf } from '../proxy/target-origin.js';
 
 export type * from './types.js';
 
@@ -674,7 +675,8 @@ export function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
 /**
  * Normalises a `hosts` key: an origin `scheme://host[:port]` (http or https)
  * becomes `URL.origin` (lower case, punycode, default port elided, RFC 9309
- * §2.3); a bare hostname or IP becomes `URL.hostname` (`::1` -> `[::1]`); a host
+ * §2.3); a bare hostname or IP becomes `URL.hostname` (`::1` -> `[::1]`); in both an
+ * IPv4-mapped IPv6 host is its IPv4 address, as requests are keyed (`hostKeyOf`); a host
  * glob `*.example.com` (a leading `*` label: any subdomain, at any depth, not
  * `example.com` itself) becomes `*.` plus the normalised rest. A `*` anywhere
  * else, in an origin, or alone is refused. Extension, not in RFC 9309. Never throws.
@@ -693,7 +695,8 @@ export function normaliseHostKey(key: string): { ok: true; value: string } | { o
     if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '') {
       return { ok: false, reason: `must be an origin without path, query or credentials: ${hint}` };
     }
-    return { ok: true, value: url.origin };
+    // Keyed as the proxy keys a request's origin: an IPv4-mapped host is its IPv4 address.
+    return { ok: true, value: `${url.protocol}//${hostKeyOf(url.host)}` };
   }
   if (key.includes('*')) {
     const rest = key.startsWith('*.') ? key.slice(2) : undefined;
@@ -711,14 +714,19 @@ export function normaliseHostKey(key: string): { ok: true; value: string } | { o
   return normalised === undefined ? { ok: false, reason: `is not a hostname: ${hint}` } : { ok: true, value: normalised };
 }
 
-/** `URL.hostname` of a bare hostname or IP (`::1` -> `[::1]`), or undefined when it is not one. Never throws. */
+/**
+ * `URL.hostname` of a bare hostname or IP (`::1` -> `[::1]`), or undefined when it is not one; an
+ * IPv4-mapped IPv6 address is its IPv4 address (`::ffff:127.0.0.1` -> `127.0.0.1`), as the proxy
+ * keys a request's host (target-origin.ts `hostKeyOf`), so that a rule written either way matches.
+ * Never throws.
+ */
 function normaliseHostname(key: string): string | undefined {
   const host = isIP(key) === 6 ? `[${key}]` : key;
   if (/[/:@?#\s]/.test(host.replace(/^\[.*\]$/, '')) || host === '') return undefined;
   try {
     const url = new URL(`http://${host}/`);
     if (url.port !== '' || url.pathname !== '/') return undefined;
-    return url.hostname;
+    return hostKeyOf(url.hostname);
   } catch {
     return undefined;
   }

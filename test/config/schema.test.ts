@@ -129,6 +129,12 @@ describe('normaliseHostKey', () => {
     ['*.Example.COM', '*.example.com'],
     ['*.bücher.example', '*.xn--bcher-kva.example'],
     ['*.com', '*.com'],
+    // IPv4-mapped IPv6: the IPv4 address, as the proxy keys a request's host (a rule spelt so matched nothing).
+    ['::ffff:127.0.0.1', '127.0.0.1'],
+    ['[::ffff:7f00:1]', '127.0.0.1'],
+    ['http://[::ffff:10.0.0.1]:8080', 'http://10.0.0.1:8080'],
+    ['https://[::FFFF:a00:1]:443', 'https://10.0.0.1'],
+    ['::ffff:0:a00:1', '[::ffff:0:a00:1]'],
   ];
   for (const [key, value] of accepted) {
     it(`${key} -> ${value}`, () => assert.deepEqual(normaliseHostKey(key), { ok: true, value }));

@@ -138,7 +138,7 @@ describe('an IPv4-mapped IPv6 CONNECT target, intercepted over TLS, is the https
   });
 });
 
-describe('an operator policy rule for an IPv4 host holds for its IPv4-mapped spelling', () => {
+describe('an operator policy rule for an IPv4 host holds for its IPv4-mapped spelling, and one written mapped for the IPv4 host', () => {
   let origin: TestOrigin;
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
 
@@ -147,7 +147,16 @@ describe('an operator policy rule for an IPv4 host holds for its IPv4-mapped spe
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end(req.url === '/robots.txt' ? 'User-agent: *\nAllow: /\n' : `page ${req.url}`);
     });
-    proxy = await startTestProxy({ policy: { rules: [{ name: 'no-admin', origin: '127.0.0.1', path: '/admin', action: 'deny' }] } });
+    proxy = await startTestProxy({
+      policy: {
+        rules: [
+          { name: 'no-admin', origin: '127.0.0.1', path: '/admin', action: 'deny' },
+          // Written in the mapped spelling: requests are keyed by the IPv4 address, so these matched nothing before.
+          { name: 'no-private', origin: '::ffff:127.0.0.1', path: '/private', action: 'deny' },
+          { name: 'no-secret', origin: `http://[::ffff:7f00:1]:${origin.port}`, path: '/secret', action: 'deny' },
+        ],
+      },
+    });
   });
 
   after(async () => {
@@ -160,6 +169,13 @@ describe('an operator policy rule for an IPv4 host holds for its IPv4-mapped spe
       const answer = await proxyRequest(proxy.proxyAddress.port, `http://${host}:${origin.port}/admin/x`, { headers: { 'user-agent': UA } });
       assert.equal(answer.decision, 'deny; reason=operator-policy; rule=no-admin');
       assert.ok(!origin.hits.some((h) => h.url.startsWith('/admin')));
+    });
+    it(`denies http://${host}:P/private and /secret by the rules written with the mapped spelling`, async () => {
+      for (const [path, rule] of [['/private/x', 'no-private'], ['/secret/x', 'no-secret']] as const) {
+        const answer = await proxyRequest(proxy.proxyAddress.port, `http://${host}:${origin.port}${path}`, { headers: { 'user-agent': UA } });
+        assert.equal(answer.decision, `deny; reason=operator-policy; rule=${rule}`, `${host} ${path}`);
+      }
+      assert.ok(!origin.hits.some((h) => h.url.startsWith('/private') || h.url.startsWith('/secret')));
     });
   }
 });
