@@ -6,6 +6,7 @@
  * Extension, not in RFC 9309.
  */
 import { parseDuration } from '../../config/units.js';
+import { hostKeyOf } from '../../proxy/target-origin.js';
 
 /** The preset ranges of the page. */
 export const RANGE_PRESETS: Readonly<Record<string, number>> = {
@@ -31,7 +32,7 @@ export interface ReportQuery {
   identity?: string;
   /** Exact product token (as the ledger keys it). Undefined: all. */
   token?: string;
-  /** Exact origin `scheme://host[:port]`. Undefined: all. */
+  /** Origin `scheme://host[:port]` as the ledger keys it (normalised: see `originFilterOf`). Undefined: all. */
   origin?: string;
   /** Rows of drill-down tables. */
   limit: number;
@@ -45,6 +46,25 @@ function parseTime(text: string): number | undefined {
   if (/^\d{1,15}$/.test(text)) return Number(text);
   const ms = Date.parse(text);
   return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * The origin filter as the ledger keys origins (the proxy's origin key: `URL.origin`, lower case,
+ * default port elided, an IPv4-mapped host as its IPv4 address): `https://Example.com:443/` is
+ * `https://example.com`, which an exact comparison with what was typed would never find (an empty
+ * report, silently). A value that is no http(s) URL is kept as written (compared exactly); an
+ * http(s) URL with a path, query, fragment or user information is no origin: undefined. Pure.
+ */
+function originFilterOf(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return value;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return value;
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') return undefined;
+  return `${url.protocol}//${hostKeyOf(url.host)}`;
 }
 
 /**
@@ -93,6 +113,12 @@ export function parseReportQuery(params: URLSearchParams, nowMs: number): Report
     const value = params.get(key);
     if (value === null || (value === '' && key !== 'identity')) continue;
     if (value.length > MAX_FILTER_CHARS) return { ok: false, message: `${key} is longer than ${MAX_FILTER_CHARS} characters` };
+    if (key === 'origin') {
+      const origin = originFilterOf(value);
+      if (origin === undefined) return { ok: false, message: `origin must be scheme://host[:port] without a path or query, e.g. https://example.com, got ${JSON.stringify(value.slice(0, 64))}` };
+      query.origin = origin;
+      continue;
+    }
     query[key] = value;
   }
   const limit = params.get('limit');

@@ -114,6 +114,20 @@ describe('robots-proxy report', () => {
     assert.equal((JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'], 9);
   });
 
+  it('--origin as a person types it (a trailing slash, capitals, the default port, the mapped spelling) finds the origin\'s requests; a URL with a path is refused', async () => {
+    const requestsFor = async (filter: string) => {
+      const r = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json', '--origin', filter]);
+      assert.equal(r.code, 0, `${filter}: ${r.stderr}`);
+      return (JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'];
+    };
+    const port = new URL(origin.url).port;
+    // Before: an exact comparison, so every spelling but the first was an empty report.
+    for (const filter of [origin.url, `${origin.url}/`, `HTTP://127.0.0.1:${port}`, `http://[::ffff:127.0.0.1]:${port}/`]) assert.equal(await requestsFor(filter), 7, filter);
+    const withPath = await runCli(['report', '--ledger', ledgerPath, '--origin', `${origin.url}/private/`]);
+    assert.equal(withPath.code, 2);
+    assert.match(withPath.stderr, /report: origin must be scheme:\/\/host\[:port\] without a path or query/);
+  });
+
   it('refuses a bad --since and a missing ledger with a clear message', async () => {
     const bad = await runCli(['report', '--ledger', ledgerPath, '--since', 'last week']);
     assert.equal(bad.code, 2);

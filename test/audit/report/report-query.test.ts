@@ -34,6 +34,21 @@ describe('parseReportQuery', () => {
     assert.deepEqual(read('range=1h&to='), { ok: true, query: { fromMs: NOW - 3_600_000, toMs: NOW, limit: 200 } });
   });
 
+  it('reads the origin filter as the ledger keys origins', () => {
+    const originOf = (value: string) => {
+      const r = read(`origin=${encodeURIComponent(value)}`);
+      return r.ok ? r.query.origin : r.message;
+    };
+    assert.equal(originOf('https://A.example/'), 'https://a.example');
+    assert.equal(originOf('https://a.example:443'), 'https://a.example');
+    assert.equal(originOf('http://a.example:8080/'), 'http://a.example:8080');
+    assert.equal(originOf('http://[::ffff:7f00:1]:8080'), 'http://127.0.0.1:8080');
+    assert.equal(originOf('https://bücher.example'), 'https://xn--bcher-kva.example');
+    assert.equal(originOf('not an origin'), 'not an origin', 'no URL: compared as written');
+    assert.match(originOf('https://a.example/x') ?? '', /^origin must be scheme:\/\/host\[:port\] without a path or query/);
+    assert.match(originOf('https://a.example/?q') ?? '', /^origin must be/);
+  });
+
   it('refuses bad ranges, times and limits with a message', () => {
     for (const qs of ['range=soon', 'range=0', 'from=yesterday', 'from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 'limit=0', 'limit=99999', 'limit=1e3', `token=${'x'.repeat(3000)}`]) {
       const r = read(qs);
