@@ -43,6 +43,14 @@ export interface Totals {
   delayMaxMs: number;
 }
 
+/**
+ * The comparison of each filter: a product token in any case (RFC 9309 §2.2.1: tokens are
+ * case-insensitive, and the ledger keeps the spelling the User-Agent used, `GPTBot`, so
+ * `--token gptbot` found nothing); identities and origins exactly (origins are normalised by the
+ * query, report-query.ts). Tokens are ASCII, which SQLite's NOCASE folds.
+ */
+const FILTER_CLAUSES = { identity: 'identity = ?', token: 'token = ? COLLATE NOCASE', origin: 'origin = ?' } as const;
+
 /** One latest-known robots.txt version of an origin (or one in a history). */
 export interface RobotsVersion {
   id: number;
@@ -245,7 +253,7 @@ export class LedgerReader {
     const params: unknown[] = [Math.floor(q.fromMs / MINUTE_MS), Math.ceil(q.toMs / MINUTE_MS)];
     for (const key of ['identity', 'token', 'origin'] as const) {
       if (q[key] !== undefined) {
-        parts.push(`${key} = ?`);
+        parts.push(FILTER_CLAUSES[key]);
         params.push(q[key]);
       }
     }
@@ -335,7 +343,7 @@ export class LedgerReader {
     const params: unknown[] = [q.fromMs, q.toMs];
     for (const key of ['identity', 'token', 'origin'] as const) {
       if (q[key] !== undefined) {
-        parts.push(`${key} = ?`);
+        parts.push(FILTER_CLAUSES[key]);
         params.push(q[key]);
       }
     }

@@ -114,7 +114,7 @@ describe('robots-proxy report', () => {
     assert.equal((JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'], 9);
   });
 
-  it('--origin as a person types it (a trailing slash, capitals, the default port, the mapped spelling) finds the origin\'s requests; a URL with a path is refused', async () => {
+  it('--origin as a person types it (a trailing slash, capitals, the default port, the mapped spelling) and --token in any case find their requests; a URL with a path is refused', async () => {
     const requestsFor = async (filter: string) => {
       const r = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json', '--origin', filter]);
       assert.equal(r.code, 0, `${filter}: ${r.stderr}`);
@@ -123,6 +123,13 @@ describe('robots-proxy report', () => {
     const port = new URL(origin.url).port;
     // Before: an exact comparison, so every spelling but the first was an empty report.
     for (const filter of [origin.url, `${origin.url}/`, `HTTP://127.0.0.1:${port}`, `http://[::ffff:127.0.0.1]:${port}/`]) assert.equal(await requestsFor(filter), 7, filter);
+    // A product token in any case (RFC 9309 §2.2.1): the ledger keeps the User-Agent's spelling, GPTBot.
+    const tokenRequests = async (token: string) => {
+      const r = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json', '--token', token]);
+      assert.equal(r.code, 0, r.stderr);
+      return (JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'];
+    };
+    assert.deepEqual([await tokenRequests('GPTBot'), await tokenRequests('gptbot'), await tokenRequests('GPTBOT')], [5, 5, 5]);
     const withPath = await runCli(['report', '--ledger', ledgerPath, '--origin', `${origin.url}/private/`]);
     assert.equal(withPath.code, 2);
     assert.match(withPath.stderr, /report: origin must be scheme:\/\/host\[:port\] without a path or query/);
