@@ -52,6 +52,18 @@ export function checkUrl(robots: RobotsTxt, productTokens: readonly string[], ur
   return answerOf(evaluate(robots, productTokens, extractPathAndQuery(url)), productTokens);
 }
 
+/** A bare product token as `--token` and `"token"` take it: letters, digits, `_` and `-` (RFC 9309 §2.2.1; digits as the proxy reads names). */
+const BARE_TOKEN = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Why `token` cannot be a bare `--token` (a name with a version or a whole header, `Googlebot/2.1`,
+ * names no group: every URL was allowed), or undefined when it can. Pure.
+ */
+export function bareTokenProblem(token: string): string | undefined {
+  if (BARE_TOKEN.test(token)) return undefined;
+  return `${JSON.stringify(token.slice(0, 128))} is not a bare product token (letters, digits, "_" and "-", e.g. Googlebot); for a User-Agent header, use the user agent instead`;
+}
+
 /**
  * Decides one URL as the reference matcher takes it (`RobotsMatcher::OneAgentAllowedByRobots`):
  * any string, its path, params and query read by `extractPathAndQuery` (the reference's
@@ -170,6 +182,9 @@ function answerLine(line: string, parsedByBody: LRUCache<string, RobotsTxt>): Ch
   if (userAgent !== undefined && typeof userAgent !== 'string') return { error: '"userAgent" must be a string' };
   if (agent !== undefined && typeof agent !== 'string') return { error: '"agent" must be a string' };
   if (token === undefined && userAgent === undefined && agent === undefined) return { error: 'one of "userAgent", "token" or "agent" is required' };
+  if ([token, userAgent, agent].filter((v) => v !== undefined).length > 1) return { error: 'give one of "userAgent", "token" or "agent", not several' };
+  const tokenProblem = token === undefined ? undefined : bareTokenProblem(token as string);
+  if (tokenProblem !== undefined) return { error: `"token": ${tokenProblem.replace('the user agent', '"userAgent"')}` };
   let parsed = parsedByBody.get(robots);
   if (parsed === undefined) {
     parsed = parseRobotsTxt(robots);
@@ -200,6 +215,9 @@ export interface CheckFilesOptions {
  */
 export function runCheckFiles(options: CheckFilesOptions): { lines: string[]; disallowed: number } {
   if (options.userAgent === undefined && options.token === undefined) throw new UsageError('check needs --user-agent UA or --token TOKEN');
+  if (options.userAgent !== undefined && options.token !== undefined) throw new UsageError('check: give --user-agent UA or --token TOKEN, not both');
+  const tokenProblem = options.token === undefined ? undefined : bareTokenProblem(options.token);
+  if (tokenProblem !== undefined) throw new UsageError(`check: --token ${tokenProblem.replace('the user agent', '--user-agent')}`);
   if (options.urls.length === 0) throw new UsageError('check needs at least one URL');
   let body: Buffer;
   try {

@@ -149,6 +149,24 @@ describe('robots-proxy check', () => {
     assert.match(badUrl.stderr, /not an absolute URL/);
   });
 
+  it('refuses a --token that is no bare product token and --token beside --user-agent (Googlebot/2.1 named no group: ALLOWED, exit 0)', async () => {
+    const versioned = await run(['check', '--robots', robotsFile, '--token', 'GPTBot/1.1', 'https://example.com/private/x']);
+    assert.deepEqual({ code: versioned.code, stdout: versioned.stdout }, { code: 2, stdout: '' });
+    assert.equal(versioned.stderr, 'robots-proxy: check: --token "GPTBot/1.1" is not a bare product token (letters, digits, "_" and "-", e.g. Googlebot); for a User-Agent header, use --user-agent instead\n');
+    const both = await run(['check', '--robots', robotsFile, '--token', 'GPTBot', '--user-agent', 'OtherBot/1', 'https://example.com/x']);
+    assert.deepEqual({ code: both.code, stderr: both.stderr }, { code: 2, stderr: 'robots-proxy: check: give --user-agent UA or --token TOKEN, not both\n' });
+    // A name with digits is a token here, as the proxy reads names.
+    const digits = await run(['check', '--robots', robotsFile, '--token', 'MJ12bot', 'https://example.com/private/x']);
+    assert.equal(digits.code, 1, digits.stderr);
+    const robots = 'User-agent: GPTBot\nDisallow: /\n';
+    const jsonl = await run(['check', '--jsonl'], [{ robots, url: 'https://a.example/x', token: 'GPTBot/1.1' }, { robots, url: 'https://a.example/x', token: 'GPTBot', userAgent: 'GPTBot/1.1' }, { robots, url: 'https://a.example/x', token: 'GPTBot' }].map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const out = jsonl.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.match(out[0].error, /^"token": "GPTBot\/1.1" is not a bare product token/);
+    assert.equal(out[1].error, 'give one of "userAgent", "token" or "agent", not several');
+    assert.equal(out[2].allowed, false);
+    assert.equal(jsonl.code, 2);
+  });
+
   it('--robots /dev/zero reads the parser\'s 500 KiB, not the endless device', { timeout: 120_000 }, async () => {
     const r = await run(['check', '--robots', '/dev/zero', '--token', 'x', 'http://a/']);
     assert.equal(r.code, 0, r.stderr);
