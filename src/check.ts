@@ -49,7 +49,10 @@ export function checkUrl(robots: RobotsTxt, productTokens: readonly string[], ur
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new UsageError(`not an http(s) URL: ${JSON.stringify(url)}`);
   }
-  return answerOf(evaluate(robots, productTokens, extractPathAndQuery(url)), productTokens);
+  // The path as the URL parser writes it, i.e. as a client sends it and the proxy decides it: dot
+  // segments resolved (`/a/../private` is `/private`), `\` read as `/`, `http:/x/p` as `http://x/p`.
+  // Read from the string as written, `http://x/a/../private` was allowed where the proxy refuses it.
+  return answerOf(evaluate(robots, productTokens, extractPathAndQuery(parsed.href)), productTokens);
 }
 
 /** A bare product token as `--token` and `"token"` take it: letters, digits, `_` and `-` (RFC 9309 §2.2.1; digits as the proxy reads names). */

@@ -167,6 +167,15 @@ describe('robots-proxy check', () => {
     assert.equal(jsonl.code, 2);
   });
 
+  it('decides the path a client sends for the URL (dot segments resolved, "\\" as "/"), as the proxy does', async () => {
+    const urls = ['https://example.com/a/../private/x', 'https://example.com/./private/x', 'https://example.com\\private\\x', 'https:/example.com/private/x', 'https://example.com/public/../private/x'];
+    const r = await run(['check', '--robots', robotsFile, '--token', 'OtherBot', '--json', ...urls]);
+    assert.equal(r.code, 1, r.stderr);
+    const answers = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    // Before: each was ALLOWED (no-matching-rule), read from the string as written.
+    assert.deepEqual(answers.map((a) => [a.url, a.allowed, a.reason]), urls.map((u) => [u, false, 'rule-disallow']));
+  });
+
   it('--robots /dev/zero reads the parser\'s 500 KiB, not the endless device', { timeout: 120_000 }, async () => {
     const r = await run(['check', '--robots', '/dev/zero', '--token', 'x', 'http://a/']);
     assert.equal(r.code, 0, r.stderr);
