@@ -93,7 +93,8 @@ Decides URLs offline with the proxy's own engine, against one robots.txt file.
 Options:
   -r, --robots FILE       the robots.txt file
   -A, --user-agent UA     a User-Agent header; its product tokens choose the group
-  -t, --token TOKEN       a bare product token instead of a User-Agent
+  -t, --token TOKEN       a bare product token instead of a User-Agent (letters,
+                          digits, "_" and "-": GPTBot, not GPTBot/1.1)
       --json              one JSON object per URL instead of a text line
       --jsonl             read JSON lines {"robots", "url", "userAgent" | "token"}
                           on stdin; write one JSON decision per line, in order
