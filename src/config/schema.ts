@@ -7,7 +7,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { normaliseClientRange } from '../access/client-ranges.js';
-import { isValidProductToken } from '../robots/product-token.js';
 import type {
   AccessConfig,
   ClientRangeConfig,
@@ -161,7 +160,9 @@ const accessShape = {
 const printableAscii = () => z.string().regex(/^[\x20-\x7e]*[\x21-\x7e][\x20-\x7e]*$/, { message: 'must be printable ASCII and not blank' });
 const identityEntryShape = {
   tokens: z
-    .array(z.string().refine(isValidProductToken, { message: 'must be a product token: letters, digits, "_" and "-" (RFC 9309 §2.2.1)' }))
+    // A whole name as the proxy reads names on both sides of a match (robots/product-token.ts): digits
+    // included, so a bot named MJ12bot or 360Spider can be bound (the message always said so).
+    .array(z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'must be a product token: letters, digits, "_" and "-" (RFC 9309 §2.2.1)' }))
     .default([]),
   userAgent: z.enum(['keep', 'set', 'append']).default('keep'),
   userAgentValue: printableAscii().optional(),
