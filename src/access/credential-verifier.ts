@@ -71,7 +71,7 @@ function basicTokenOf(header: string): string | undefined {
  */
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** `user:password` from a Basic token (UTF-8, as the challenge's `charset` says: RFC 7617 §2.1), or undefined without a user and a colon or for bytes that are not UTF-8. Pure. */
+/** `user:password` from a Basic token (UTF-8, as the challenge's `charset` says: RFC 7617 §2.1; the password in NFC), or undefined without a user and a colon or for bytes that are not UTF-8. Pure. */
 function decodeBasicToken(token: string): BasicCredentials | undefined {
   let decoded: string;
   try {
@@ -81,7 +81,10 @@ function decodeBasicToken(token: string): BasicCredentials | undefined {
   }
   const colon = decoded.indexOf(':');
   if (colon <= 0) return undefined;
-  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1), token };
+  // Unicode Normalization Form C (RFC 7617 §2.1: with charset UTF-8 the server expects NFC; RFC 8265's
+  // OpaqueString profile): a client that sends `é` decomposed (e + U+0301, macOS file names, some
+  // input methods) gives the same password as one that sends U+00E9, and the passwd helper hashes NFC.
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1).normalize('NFC'), token };
 }
 
 /**

@@ -36,8 +36,8 @@ export interface WriteCredentialOptions {
 }
 
 /**
- * Sets (adds or replaces) `user`'s entry in `file` with the bcrypt hash of `password`; with
- * `password` null, removes it. The result is validated as a credentials file before it is
+ * Sets (adds or replaces) `user`'s entry in `file` with the bcrypt hash of `given` (the password,
+ * in Unicode Normalization Form C); with `given` null, removes it. The result is validated as a credentials file before it is
  * written, so the file is never left unreadable by the proxy.
  * The existing file's mode (and owner, when it is not this user's) is kept.
  * @throws {UsageError} for a bad user, identity, cost or password (empty, over 72 bytes), a
@@ -46,7 +46,10 @@ export interface WriteCredentialOptions {
  *   `FILE.tmp` still there after {@link LOCK_WAIT_MS} (another run, or a stale one: named), or an
  *   owner this user cannot give the new file.
  */
-export async function writeCredential(file: string, user: string, password: string | null, options: WriteCredentialOptions = {}): Promise<CredentialWrite> {
+export async function writeCredential(file: string, user: string, given: string | null, options: WriteCredentialOptions = {}): Promise<CredentialWrite> {
+  // Hashed in Unicode Normalization Form C, as clients are to send it (RFC 7617 §2.1) and the proxy
+  // compares it (credential-verifier.ts): `é` typed as e + U+0301 (NFD) is the same password as U+00E9.
+  const password = given === null ? null : given.normalize('NFC');
   if (!/^[\x21-\x39\x3b-\x7e]{1,128}$/.test(user)) throw new UsageError('passwd: USER must be 1 to 128 printable ASCII characters without ":" or spaces');
   if (user.startsWith('#')) throw new UsageError('passwd: USER must not start with "#" (the credentials file reads such a line as a comment: nobody could log in as it)');
   if (options.identity !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/.test(options.identity)) {

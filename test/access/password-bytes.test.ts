@@ -64,4 +64,17 @@ describe('passwords that are not UTF-8', () => {
     const hash = /^utf:(\S+)$/m.exec(readFileSync(file, 'utf8'))?.[1] ?? '';
     assert.ok(bcrypt.compareSync('café', hash));
   });
+
+  it('a password in either Unicode normalization is the same password (NFC, RFC 7617 §2.1): the proxy compares and passwd hashes its NFC form', async () => {
+    const composed = 'caf\u00e9';
+    const decomposed = 'cafe\u0301';
+    // The file's `utf` user was hashed from the composed (NFC) spelling; a client that sends it decomposed was refused (407).
+    assert.equal(await statusWith(Buffer.from(`utf:${decomposed}`, 'utf8')), 200, 'decomposed (NFD) from the client');
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-passwd-nfc-'));
+    const file = join(dir, 'users');
+    const run = await runCli(['passwd', file, 'nfd', '--cost', '4'], { stdin: Buffer.from(`${decomposed}\n`, 'utf8') });
+    assert.equal(run.code, 0, run.stderr);
+    const hash = /^nfd:(\S+)$/m.exec(readFileSync(file, 'utf8'))?.[1] ?? '';
+    assert.ok(bcrypt.compareSync(composed, hash), 'passwd hashed the NFC form of a decomposed password');
+  });
 });
