@@ -40,6 +40,7 @@ import { AccessControl, prepareAccess, type PreparedAccess } from './access/acce
 import { compareCredentials, type CredentialsChange } from './access/credentials-file.js';
 import { resolveAdminToken } from './access/admin-token.js';
 import type { SecretFileWarning } from './access/secret-file-mode.js';
+import { unknownIdentityWarnings, type UnknownIdentityWarning } from './access/identity-names.js';
 import { isLoopbackHost } from './config/schema.js';
 import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
@@ -197,6 +198,11 @@ function warnAboutSecretFiles(warnings: readonly SecretFileWarning[], logger: Lo
   for (const { key, file, mode, message } of warnings) logger.warn({ event: 'config-warning', key, file, mode }, message);
 }
 
+/** Logs one warning line per identity name that names nobody (`config-warning`, with the key and the name; see identity-names.ts). */
+function warnAboutUnknownIdentities(warnings: readonly UnknownIdentityWarning[], logger: Logger): void {
+  for (const { key, identity, message } of warnings) logger.warn({ event: 'config-warning', key, identity }, message);
+}
+
 /**
  * Logs a warning (`event: config-deprecated`) when the configuration still has `hosts` entries:
  * they keep working, as `pace` policy rules after `policy.rules`; the message shows the rules to
@@ -276,6 +282,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
   if (adminToken.createdFile !== undefined) logger.info({ event: 'admin-token-created', file: adminToken.createdFile }, 'created the admin token file (mode 0600): admin requests need "Authorization: Bearer <its first line>"');
   warnAboutSecretFiles([...preparedAtStart.warnings, ...(adminToken.warning !== undefined ? [adminToken.warning] : [])], logger);
   warnIfOpenToNobody(config, logger);
+  warnAboutUnknownIdentities(unknownIdentityWarnings(config, preparedAtStart.credentials), logger);
   const guard = new TargetGuard({ allowPrivate: config.upstream.allowPrivateNetworks, ...(options.resolve ? { resolve: options.resolve } : {}) });
   const viaPseudonym = makeViaPseudonym();
 
@@ -445,6 +452,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     access.apply(prepared);
     logger.level = next.log.level;
     warnAboutSecretFiles(prepared.warnings, logger);
+    warnAboutUnknownIdentities(unknownIdentityWarnings(next, prepared.credentials), logger);
     pipeline.setConfig(next);
     warnIfHostsDeprecated(next, logger);
     pacer.reconfigure(pacingOptionsOf(next));
