@@ -208,6 +208,7 @@ function describeType(expected: string): string {
     int: 'an integer',
     string: 'a string',
     boolean: 'true or false',
+    array: 'a list (e.g. [a, b], or one "- item" per line)',
   };
   return names[expected] ?? expected;
 }

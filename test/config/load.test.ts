@@ -138,6 +138,9 @@ describe('parseConfig', () => {
       ['policy:\n  rules:\n    - {name: a, action: deny, path: []}\n', 'x.yaml:3:31: policy.rules[0].path: must list at least one value; got an empty list'],
       [`policy:\n  rules:\n${rules}\n`, 'x.yaml:2:3: policy.rules: must list at most 1000 entries; got 1001 entries'],
       [`state:\n  redis:\n    keyPrefix: ${'k'.repeat(101)}\n`, 'x.yaml:3:5: state.redis.keyPrefix: must be at most 100 characters; got 101'],
+      // A scalar or a mapping where a list goes said "expected array".
+      ['access:\n  clients: 10.0.0.0/8\n', 'x.yaml:2:3: access.clients: expected a list (e.g. [a, b], or one "- item" per line), got "10.0.0.0/8"'],
+      ['policy:\n  rules: {name: a}\n', 'x.yaml:2:3: policy.rules: expected a list (e.g. [a, b], or one "- item" per line), got a mapping'],
     ];
     for (const [text, message] of cases) assert.equal(configErrorOf(() => parseConfig(text, 'x.yaml')).message, message);
   });
