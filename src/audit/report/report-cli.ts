@@ -96,7 +96,14 @@ export async function runReportCommand(args: string[], deps: ReportCommandDeps):
   const output = values.json ? `${JSON.stringify(data, null, 1)}\n` : renderReportPage(data, 'static', diffs);
   if (values.out === undefined) deps.stdout(output);
   else {
-    writeFileSync(values.out, output);
+    try {
+      writeFileSync(values.out, output);
+    } catch (err) {
+      // Node's own words ("ENOENT: no such file or directory, open ...") name no option; ours do.
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      const why = code === 'ENOENT' ? ' (its directory does not exist)' : code === 'EISDIR' ? ' (it is a directory; name a file)' : code === 'EACCES' ? ' (not allowed to write there)' : '';
+      throw new Error(`report: cannot write --out ${values.out}: ${code}${why}`, { cause: err });
+    }
     const s = data.tables.summary.rows[0] ?? {};
     deps.stderr(`robots-proxy report: wrote ${values.out} (${s['requests'] ?? 0} requests, ${s['refused'] ?? 0} refused, ${data.query.fromMs === nowMs ? '' : new Date(data.query.fromMs).toISOString()} to ${new Date(data.query.toMs).toISOString()})\n`);
   }

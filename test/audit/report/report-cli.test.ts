@@ -135,6 +135,13 @@ describe('robots-proxy report', () => {
     assert.match(withPath.stderr, /report: origin must be scheme:\/\/host\[:port\] without a path or query/);
   });
 
+  it('names --out and why when the report cannot be written there (Node\'s "ENOENT: no such file or directory, open ..." before)', async () => {
+    const noDir = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', join(dir, 'no-such-dir', 'r.html')]);
+    assert.deepEqual({ code: noDir.code, stderr: noDir.stderr }, { code: 1, stderr: `robots-proxy: report: cannot write --out ${join(dir, 'no-such-dir', 'r.html')}: ENOENT (its directory does not exist)\n` });
+    const isDir = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', dir]);
+    assert.deepEqual({ code: isDir.code, stderr: isDir.stderr }, { code: 1, stderr: `robots-proxy: report: cannot write --out ${dir}: EISDIR (it is a directory; name a file)\n` });
+  });
+
   it('refuses a bad --since and a missing ledger with a clear message', async () => {
     const bad = await runCli(['report', '--ledger', ledgerPath, '--since', 'last week']);
     assert.equal(bad.code, 2);
