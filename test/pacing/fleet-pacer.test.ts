@@ -55,6 +55,23 @@ describe('FleetPacer over a shared slot store', () => {
     assert.ok(starts.at(-1)! - starts[0]! <= 11 * 100 + 11 * 10, `12 starts over ${starts.at(-1)! - starts[0]!} ms`);
   });
 
+  it('spaces the next instance\'s start a full delay after a late-sent request\'s real start', async () => {
+    const clock = new FakeClock();
+    const [a, b] = fleetOf(clock, new MemorySlotStore(clock, 30_000), 2);
+    const first = await a!.acquire(ORIGIN, 100, { identity: 'bot' });
+    assert.ok(first.granted);
+    // Sent 150 ms after its grant (a new connection, a busy event loop), answered 20 ms later.
+    await clock.advance(150);
+    const sentAtMs = clock.nowMs();
+    first.slot.markSent();
+    clock.setTimer(() => first.slot.release({ status: 200 }), 20);
+    const starts: number[] = [];
+    const next = run(clock, b!, 100, starts);
+    await settle(clock, 400);
+    assert.ok((await next).granted);
+    assert.ok(starts[0]! - sentAtMs >= 100, `the next start ${starts[0]! - sentAtMs} ms after the real start of the one before`);
+  });
+
   it('keeps maxConcurrency fleet-wide for an undelayed origin', async () => {
     const clock = new FakeClock();
     const fleet = fleetOf(clock, new MemorySlotStore(clock, 30_000));

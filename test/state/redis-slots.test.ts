@@ -49,6 +49,39 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     await connection.close();
   });
 
+  // The reservation schedules a start on the server's clock; the holder starts when its reply has
+  // arrived and the wait is over, later under load (a late reply, a busy event loop). The release
+  // carries how long ago the request really left (sentAgoMs), and the script moves `last` to that
+  // (never earlier): the next start, on any instance, is a full delay after the real one.
+  it('spaces the next start, on another instance, a full delay after a late holder\'s real start', async () => {
+    const DELAY_MS = 100;
+    const LATE_MS = 150;
+    const a = await open(redis);
+    const b = await open(redis, 30_000, 300, a.keyPrefix);
+    const request = { origin: ORIGIN, delayMs: DELAY_MS, maxConcurrency: 1, isEndToStart: false };
+    const first = await a.slots.reserve(request);
+    assert.ok(first.granted);
+    a.slots.release(first.lease, { sentAgoMs: 0, pauseMs: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const late = await a.slots.reserve(request);
+    assert.ok(late.granted && late.startInMs > DELAY_MS / 2, `scheduled ${late.granted && late.startInMs} ms ahead`);
+    // A leaves LATE_MS after its scheduled start, and its exchange takes 20 ms.
+    await new Promise((resolve) => setTimeout(resolve, late.startInMs + LATE_MS));
+    const sentAtMs = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const freed = new Promise<void>((resolve) => b.slots.onFree(ORIGIN, resolve));
+    a.slots.release(late.lease, { sentAgoMs: performance.now() - sentAtMs, pauseMs: 0 });
+    await freed;
+    const next = await b.slots.reserve(request);
+    assert.ok(next.granted);
+    // B starts `startInMs` after it has the reply (FleetPacer's wait), on this process's clock.
+    const nextStartMs = performance.now() + next.startInMs;
+    // 1 ms: the script's times are written with three decimals, and the two clocks (Redis's TIME,
+    // this process's monotonic one) may disagree by a rounding; load only makes B later.
+    assert.ok(nextStartMs - sentAtMs >= DELAY_MS - 1, `the next start ${(nextStartMs - sentAtMs).toFixed(1)} ms after the late holder's real start (delay ${DELAY_MS} ms)`);
+    await Promise.all([a.connection.close(), b.connection.close()]);
+  });
+
   it('allows maxConcurrency undelayed requests and announces a release to a waiter', async () => {
     const { connection, slots } = await open(redis);
     const request = { origin: ORIGIN, delayMs: 0, maxConcurrency: 2, isEndToStart: false };
