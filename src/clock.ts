@@ -24,10 +24,10 @@ export interface Clock {
  */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
 
-/** How long {@link measureTimeOriginMs} may take, ms of the monotonic clock. */
-const CALIBRATION_BUDGET_MS = 5;
-/** Wall-clock millisecond edges {@link measureTimeOriginMs} samples. */
-const CALIBRATION_SAMPLES = 4;
+/** How long {@link measureTimeOriginMs} may take at most, ms of the monotonic clock (it stops as soon as it is sure). */
+const CALIBRATION_BUDGET_MS = 25;
+/** How wide the bracket around the origin {@link measureTimeOriginMs} settles for, ms. */
+const CALIBRATION_WIDTH_MS = 0.02;
 
 /**
  * The epoch time, ms, at which `performance.now()` read 0, measured against the
@@ -37,30 +37,45 @@ const CALIBRATION_SAMPLES = 4;
  * process start; a process preempted between the reads has it off by
  * milliseconds (2.7 ms seen on a loaded 2-core machine, 6 ms in the test
  * suite), and two instances of a fleet then log the same instant that far
- * apart. This polls `Date.now()` until its millisecond changes and reads the
- * monotonic clock right after: the wall time then was at least the new
- * millisecond, so `wall - performance.now()` bounds the origin from below, and
- * the largest of a few such bounds is within the polling interval (well under
- * a microsecond) of it unless every sample was preempted.
+ * apart. This polls `Date.now()` until its millisecond changes, reading the
+ * monotonic clock between polls. The wall time was below the old millisecond's
+ * end at the monotonic reading before the last unchanged poll (an upper bound
+ * of the origin), and at least the new millisecond at the reading after the
+ * changed poll (a lower bound). A sample is as tight as the polls around the
+ * change are close: a process descheduled while it polls (a loaded machine)
+ * sees the change late, and that sample's lower bound is off by up to a
+ * millisecond (0.4 ms seen with four fixed samples under load, session 28).
+ * So samples are taken until the largest lower bound and the smallest upper
+ * bound are within {@link CALIBRATION_WIDTH_MS}, and the lower bound is the
+ * answer: within that width of the origin.
  *
- * Costs up to {@link CALIBRATION_BUDGET_MS} ms of busy waiting, once per process.
- * Falls back to `performance.timeOrigin` when the wall clock does not move in
- * that budget (a test's mocked `Date`).
+ * Costs one or two wall-clock milliseconds of busy waiting, once per process,
+ * and at most {@link CALIBRATION_BUDGET_MS} on a machine so loaded that no
+ * sample is tight (the best lower bound then). Falls back to
+ * `performance.timeOrigin` when the wall clock does not move in that budget
+ * (a test's mocked `Date`).
  */
 function measureTimeOriginMs(): number {
   const giveUpAt = performance.now() + CALIBRATION_BUDGET_MS;
-  let best = -Infinity;
-  for (let i = 0; i < CALIBRATION_SAMPLES; i++) {
-    const before = Date.now();
-    let wall = before;
-    while (wall === before) {
-      if (performance.now() > giveUpAt) return best === -Infinity ? performance.timeOrigin : best;
+  let lower = -Infinity;
+  let upper = Infinity;
+  while (upper - lower > CALIBRATION_WIDTH_MS) {
+    const wallBefore = Date.now();
+    /** The latest monotonic reading after which the wall clock still read `wallBefore`. */
+    let monotonicBefore = -Infinity;
+    let wall: number;
+    for (;;) {
+      const monotonic = performance.now();
+      if (monotonic > giveUpAt) return lower === -Infinity ? performance.timeOrigin : lower;
       wall = Date.now();
+      if (wall !== wallBefore) break;
+      monotonicBefore = monotonic;
     }
-    const bound = wall - performance.now();
-    if (bound > best) best = bound;
+    const monotonicAfter = performance.now();
+    upper = Math.min(upper, wallBefore + 1 - monotonicBefore);
+    lower = Math.max(lower, wall - monotonicAfter);
   }
-  return best;
+  return lower;
 }
 
 /** The epoch time of the monotonic clock's zero, ms: read once (see {@link measureTimeOriginMs}); this clock is read about ten times per request. */
