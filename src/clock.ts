@@ -24,10 +24,14 @@ export interface Clock {
  */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
 
-/** How long {@link measureTimeOriginMs} may take at most, ms of the monotonic clock (it stops as soon as it is sure). */
+/** How long {@link measureTimeOriginMs} samples for a bracket of {@link CALIBRATION_WIDTH_MS}, ms of the monotonic clock. */
 const CALIBRATION_BUDGET_MS = 25;
 /** How wide the bracket around the origin {@link measureTimeOriginMs} settles for, ms. */
 const CALIBRATION_WIDTH_MS = 0.02;
+/** Past {@link CALIBRATION_BUDGET_MS}, the bracket it settles for, ms: the wall clock's own millisecond. */
+const CALIBRATION_FALLBACK_WIDTH_MS = 1;
+/** The most {@link measureTimeOriginMs} may take, ms of the monotonic clock, whatever it has then. */
+const CALIBRATION_CAP_MS = 100;
 
 /**
  * The epoch time, ms, at which `performance.now()` read 0, measured against the
@@ -41,41 +45,44 @@ const CALIBRATION_WIDTH_MS = 0.02;
  * monotonic clock between polls. The wall time was below the old millisecond's
  * end at the monotonic reading before the last unchanged poll (an upper bound
  * of the origin), and at least the new millisecond at the reading after the
- * changed poll (a lower bound). A sample is as tight as the polls around the
- * change are close: a process descheduled while it polls (a loaded machine)
- * sees the change late, and that sample's lower bound is off by up to a
- * millisecond (0.4 ms seen with four fixed samples under load, session 28).
- * So samples are taken until the largest lower bound and the smallest upper
- * bound are within {@link CALIBRATION_WIDTH_MS}, and the lower bound is the
- * answer: within that width of the origin.
+ * changed poll (a lower bound). A sample is as tight as those two readings are
+ * close: a process descheduled while it polls (a loaded machine) sees the
+ * change late, and that sample's lower bound is off by as long as it waited
+ * (0.4 ms seen with four fixed samples under load, session 28; with a fixed
+ * 5 ms budget, a first sample descheduled for longer than the budget was the
+ * answer, off by the whole deschedule: test/clock.test.ts simulates one). So samples are taken until the largest lower
+ * bound and the smallest upper bound are within {@link CALIBRATION_WIDTH_MS};
+ * past {@link CALIBRATION_BUDGET_MS}, within {@link CALIBRATION_FALLBACK_WIDTH_MS};
+ * the lower bound is the answer, within that width of the origin.
  *
- * Costs one or two wall-clock milliseconds of busy waiting, once per process,
- * and at most {@link CALIBRATION_BUDGET_MS} on a machine so loaded that no
- * sample is tight (the best lower bound then). Falls back to
- * `performance.timeOrigin` when the wall clock does not move in that budget
- * (a test's mocked `Date`).
+ * Costs one or two wall-clock milliseconds of busy waiting, once per process;
+ * on a loaded machine up to {@link CALIBRATION_CAP_MS}. Falls back to
+ * `performance.timeOrigin` when the wall clock does not move in that time (a
+ * test's mocked `Date`).
  */
 function measureTimeOriginMs(): number {
-  const giveUpAt = performance.now() + CALIBRATION_BUDGET_MS;
+  const startedAt = performance.now();
   let lower = -Infinity;
   let upper = Infinity;
   while (upper - lower > CALIBRATION_WIDTH_MS) {
+    const spentMs = performance.now() - startedAt;
+    if (spentMs > CALIBRATION_CAP_MS || (spentMs > CALIBRATION_BUDGET_MS && upper - lower <= CALIBRATION_FALLBACK_WIDTH_MS)) break;
     const wallBefore = Date.now();
     /** The latest monotonic reading after which the wall clock still read `wallBefore`. */
     let monotonicBefore = -Infinity;
     let wall: number;
     for (;;) {
       const monotonic = performance.now();
-      if (monotonic > giveUpAt) return lower === -Infinity ? performance.timeOrigin : lower;
       wall = Date.now();
       if (wall !== wallBefore) break;
+      if (monotonic - startedAt > CALIBRATION_CAP_MS) return lower === -Infinity ? performance.timeOrigin : lower;
       monotonicBefore = monotonic;
     }
     const monotonicAfter = performance.now();
     upper = Math.min(upper, wallBefore + 1 - monotonicBefore);
     lower = Math.max(lower, wall - monotonicAfter);
   }
-  return lower;
+  return lower === -Infinity ? performance.timeOrigin : lower;
 }
 
 /** The epoch time of the monotonic clock's zero, ms: read once (see {@link measureTimeOriginMs}); this clock is read about ten times per request. */

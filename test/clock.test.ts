@@ -185,6 +185,36 @@ describe('the epoch scale of the monotonic clock', () => {
     assert.ok(now >= wallBefore - 0.05 && now < wallAfter + 1 + 0.05, `${now} outside the wall clock's [${wallBefore}, ${wallAfter + 1})`);
   });
 
+  it('is not thrown off by a process descheduled between its wall and monotonic readings', () => {
+    // A child whose clocks both jump 50 ms (a deschedule) right after the first change of the wall
+    // clock's millisecond is read, before the monotonic clock is: that sample's lower bound is 50 ms
+    // early. Four fixed samples within a 5 ms budget returned it; the bracket takes more samples.
+    const script = [
+      "const { performance } = await import('node:perf_hooks');",
+      'const realNow = performance.now.bind(performance);',
+      'const realDate = Date.now;',
+      'let skewMs = 0;',
+      'let last;',
+      'let jumped = false;',
+      'Date.now = () => {',
+      '  const wall = realDate() + skewMs;',
+      '  if (!jumped && last !== undefined && wall !== last) { jumped = true; skewMs += 50; }',
+      '  last = wall;',
+      '  return wall;',
+      '};',
+      'performance.now = () => realNow() + skewMs;',
+      "const { monotonicToEpochMs } = await import('./src/clock.ts');",
+      'let estimate = -Infinity;',
+      'for (let i = 0; i < 20; i++) { const wall = Date.now(); estimate = Math.max(estimate, wall - performance.now()); }',
+      'process.stdout.write(JSON.stringify([monotonicToEpochMs(0), estimate, jumped]));',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const [origin, estimate, jumped] = JSON.parse(out) as [number, number, boolean];
+    assert.equal(jumped, true, 'the deschedule was simulated');
+    // `estimate` is a lower bound within a millisecond (the wall clock's granularity) of the origin.
+    assert.ok(origin >= estimate - 0.05 && origin < estimate + 1.05, `origin ${(origin - estimate).toFixed(3)} ms from the wall clock's`);
+  });
+
   it('falls back to performance.timeOrigin when the wall clock does not move (a mocked Date)', () => {
     const script = [
       'Date.now = () => 1_000;',
