@@ -25,6 +25,21 @@ async function rejoined(fleet: readonly ProxyProcess[], sinceIndex: number[]): P
   }
 }
 
+/**
+ * How far ahead of the wall clock a process's access-log clock reads, ms: the median over its access
+ * lines of their end (`startedAt` + `durationMs`, its epoch-scale monotonic clock) less their `time`
+ * (the wall clock when the line was written, at the end). Each term is rounded to whole ms, so this
+ * is within about 1.5 ms. Instances calibrate their clocks when they start, and a wall clock slewed
+ * meanwhile (this machine's ran 5 ms/s fast, session 28) leaves them that far apart.
+ */
+function clockAheadMs(logs: ReadonlyArray<Record<string, unknown>>): number {
+  const ahead = logs
+    .filter((l) => typeof l['startedAt'] === 'string' && typeof l['durationMs'] === 'number' && l['time'] !== undefined)
+    .map((l) => Date.parse(l['startedAt'] as string) + (l['durationMs'] as number) - (typeof l['time'] === 'number' ? l['time'] : Date.parse(String(l['time']))))
+    .sort((x, y) => x - y);
+  return ahead.length === 0 ? NaN : ahead[Math.floor(ahead.length / 2)]!;
+}
+
 describe('a fleet of three whose Redis stops and starts again', { skip: REDIS_SKIP }, () => {
   let redis: RedisServer;
   let origins: OriginsProcess;
@@ -93,7 +108,8 @@ describe('a fleet of three whose Redis stops and starts again', { skip: REDIS_SK
       const byInstance = local.flatMap((p, i) => sentStarts(p.logs, origins.urlOf('L'), '/back/').map((s) => ({ i, ms: s.atMs - t0 })));
       const fallbacks = local.flatMap((p, i) => p.logs.slice(marks[i]).filter((l) => l['event'] === 'fleet-state' && l['available'] === false).map((l) => `instance ${i}: ${String(l['why'])}`));
       (error as Error).message += `\nstarts (instance@ms): ${byInstance.sort((x, y) => x.ms - y.ms).map((s) => `${s.i}@${s.ms.toFixed(0)}`).join(' ')}` +
-        `\nRedis lost since the restart: ${fallbacks.length === 0 ? 'never' : fallbacks.join('; ')}`;
+        `\nRedis lost since the restart: ${fallbacks.length === 0 ? 'never' : fallbacks.join('; ')}` +
+        `\neach instance's clock ahead of the wall clock, ms (median of its lines' end minus their wall \`time\`, +-1.5 ms): ${local.map((p) => clockAheadMs(p.logs).toFixed(1)).join(' ')}`;
       throw error;
     }
     const spanBackMs = Math.max(...sent.map((s) => s.atMs)) - Math.min(...sent.map((s) => s.atMs));
