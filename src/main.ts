@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { Agent } from 'undici';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
-import { systemClock, type Clock } from './clock.js';
+import { epochAheadOfMonotonicMs, systemClock, type Clock } from './clock.js';
 import { hostOverridesAsYaml, listenConfigError, loadConfig, planReload, readCaFile, stateDirConfigError, type Config, type ReloadPlan } from './config/index.js';
 import { makeDirectory } from './make-directory.js';
 import { RobotsCache, RobotsFetcher, nextFetchAtMs, type RobotsFetcherOptions } from './cache/index.js';
@@ -573,6 +573,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       admin: adminAddress ? `${adminAddress.address}:${adminAddress.port}` : null,
       httpsMode: config.https.mode,
       connections: { ...connections.limits, openFileLimit: connectionLimits.openFileLimit ?? null },
+      // The log's times less this are on the host's monotonic clock: comparable between the processes of a host.
+      epochAheadOfMonotonicMs: Number(epochAheadOfMonotonicMs().toFixed(3)),
     },
     'robots-proxy is listening',
   );

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { createSystemClock, MAX_TIMEOUT_MS, monotonicToEpochMs, systemClock, type TimerPrimitives } from '../src/clock.js';
+import { createSystemClock, epochAheadOfMonotonicMs, MAX_TIMEOUT_MS, monotonicToEpochMs, systemClock, type TimerPrimitives } from '../src/clock.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -230,6 +230,28 @@ describe('the epoch scale of the monotonic clock', () => {
     assert.equal(jumped, true, 'the deschedule was simulated');
     // `estimate` is a lower bound within a millisecond (the wall clock's granularity) of the origin.
     assert.ok(origin >= estimate - 0.05 && origin < estimate + 1.05, `origin ${(origin - estimate).toFixed(3)} ms from the wall clock's`);
+  });
+
+  it('tells how far it reads ahead of the host\'s monotonic clock, which tracks where a process put its origin', () => {
+    const aheadMs = epochAheadOfMonotonicMs();
+    const before = process.hrtime.bigint();
+    const nowMs = systemClock.nowMs();
+    const after = process.hrtime.bigint();
+    assert.ok(nowMs - Number(after) / 1e6 <= aheadMs + 0.01 && aheadMs - 0.01 <= nowMs - Number(before) / 1e6, 'the clock less the monotonic one');
+    assert.equal(epochAheadOfMonotonicMs(), aheadMs, 'a constant');
+    // Two instances of the module (two processes, in effect) calibrated a few ms apart, the second
+    // with the wall clock reading 50 ms later (a wall clock slewed between two starts): the second
+    // puts its origin 50 ms later, and says so, so times less this value are on one clock.
+    const script = [
+      'const realDate = Date.now;',
+      "const first = await import('./src/clock.ts?first');",
+      'Date.now = () => realDate() + 50;',
+      "const second = await import('./src/clock.ts?second');",
+      'process.stdout.write(JSON.stringify([first.epochAheadOfMonotonicMs(), second.epochAheadOfMonotonicMs()]));',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const [first, second] = JSON.parse(out) as [number, number];
+    assert.ok(Math.abs(second - first - 50) < 0.1, `the second clock ${(second - first).toFixed(3)} ms ahead of the first`);
   });
 
   it('falls back to performance.timeOrigin when the wall clock does not move (a mocked Date)', () => {

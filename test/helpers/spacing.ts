@@ -22,6 +22,28 @@ export function sentStarts(logs: ReadonlyArray<Record<string, unknown>>, origin:
     .map((l) => ({ path: (l['url'] as string).slice(origin.length), atMs: Date.parse(String(l['upstreamStartedAt'])) }));
 }
 
+/**
+ * The starts several proxy processes logged (`sentStarts` of each), put on the first one's clock.
+ * Each process's log clock is the host's monotonic clock plus its own constant, which it logs in
+ * its `listening` line (`epochAheadOfMonotonicMs`); the constants differ by how far the wall clock
+ * was slewed between the processes' starts (5 ms a second for a while on this project's test
+ * machine, session 28: a fleet's instances started seconds apart then log one instant that many
+ * times 5 ms apart). Comparing one instance's start with another's needs one clock.
+ * @throws Error when a process's logs have no `listening` line with the value.
+ */
+export function onFirstProcessClock(processes: ReadonlyArray<{ logs: ReadonlyArray<Record<string, unknown>>; starts: readonly RequestStart[] }>): RequestStart[] {
+  const aheadOf = (logs: ReadonlyArray<Record<string, unknown>>): number => {
+    const value = logs.find((l) => l['event'] === 'listening')?.['epochAheadOfMonotonicMs'];
+    if (typeof value !== 'number') throw new Error('no epochAheadOfMonotonicMs in a listening line');
+    return value;
+  };
+  const firstMs = processes.length === 0 ? 0 : aheadOf(processes[0]!.logs);
+  return processes.flatMap((p) => {
+    const shiftMs = firstMs - aheadOf(p.logs);
+    return p.starts.map((s) => ({ path: s.path, atMs: s.atMs + shiftMs }));
+  });
+}
+
 /** The starts of requests under `pathPrefix` as an origin recorded them. */
 export function seenStarts(hits: ReadonlyArray<{ url: string; atMs: number }>, pathPrefix: string): RequestStart[] {
   return hits.filter((h) => h.url.startsWith(pathPrefix)).map((h) => ({ path: h.url, atMs: h.atMs }));

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { startOriginsProcess, type OriginsProcess, type ProxyProcess } from '../helpers/processes.js';
 import { REDIS_SKIP, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { fleetYaml, freshPrefix, sendThroughFleet, startFleet } from '../helpers/fleet.js';
-import { assertStartSpacing, seenStarts, sentStarts } from '../helpers/spacing.js';
+import { assertStartSpacing, onFirstProcessClock, seenStarts, sentStarts } from '../helpers/spacing.js';
 
 const DELAY_MS = 100;
 
@@ -23,21 +23,6 @@ async function rejoined(fleet: readonly ProxyProcess[], sinceIndex: number[]): P
     if (Date.now() > deadline) throw new Error('an instance did not rejoin');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/**
- * How far ahead of the wall clock a process's access-log clock reads, ms: the median over its access
- * lines of their end (`startedAt` + `durationMs`, its epoch-scale monotonic clock) less their `time`
- * (the wall clock when the line was written, at the end). Each term is rounded to whole ms, so this
- * is within about 1.5 ms. Instances calibrate their clocks when they start, and a wall clock slewed
- * meanwhile (this machine's ran 5 ms/s fast, session 28) leaves them that far apart.
- */
-function clockAheadMs(logs: ReadonlyArray<Record<string, unknown>>): number {
-  const ahead = logs
-    .filter((l) => typeof l['startedAt'] === 'string' && typeof l['durationMs'] === 'number' && l['time'] !== undefined)
-    .map((l) => Date.parse(l['startedAt'] as string) + (l['durationMs'] as number) - (typeof l['time'] === 'number' ? l['time'] : Date.parse(String(l['time']))))
-    .sort((x, y) => x - y);
-  return ahead.length === 0 ? NaN : ahead[Math.floor(ahead.length / 2)]!;
 }
 
 describe('a fleet of three whose Redis stops and starts again', { skip: REDIS_SKIP }, () => {
@@ -96,7 +81,8 @@ describe('a fleet of three whose Redis stops and starts again', { skip: REDIS_SK
     // Access lines are buffered for up to 100 ms.
     const sentBack = (): ReturnType<typeof sentStarts> => local.flatMap((p) => sentStarts(p.logs, origins.urlOf('L'), '/back/'));
     for (const deadline = Date.now() + 5_000; sentBack().length < back.length && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
-    const sent = sentBack();
+    // The three instances' starts on one clock (instance 0's): each logs on its own.
+    const sent = onFirstProcessClock(local.map((p) => ({ logs: p.logs, starts: sentStarts(p.logs, origins.urlOf('L'), '/back/') })));
     // Fleet-wide again: one per DELAY_MS for the three together (not three times that each).
     const seenBack = seenStarts(await origins.hits('L'), '/back/');
     try {
@@ -105,11 +91,14 @@ describe('a fleet of three whose Redis stops and starts again', { skip: REDIS_SK
       // Name the cause a spacing failure here cannot show (session 27's CI kept only part of it): which
       // instance sent each start, and any instance that lost Redis meanwhile and paced alone.
       const t0 = Math.min(...sent.map((s) => s.atMs));
-      const byInstance = local.flatMap((p, i) => sentStarts(p.logs, origins.urlOf('L'), '/back/').map((s) => ({ i, ms: s.atMs - t0 })));
+      const byInstance = local.flatMap((p, i) =>
+        onFirstProcessClock([{ logs: local[0]!.logs, starts: [] }, { logs: p.logs, starts: sentStarts(p.logs, origins.urlOf('L'), '/back/') }]).map((s) => ({ i, ms: s.atMs - t0 })),
+      );
+      const aheadMs = local.map((p) => Number(p.logs.find((l) => l['event'] === 'listening')?.['epochAheadOfMonotonicMs']));
       const fallbacks = local.flatMap((p, i) => p.logs.slice(marks[i]).filter((l) => l['event'] === 'fleet-state' && l['available'] === false).map((l) => `instance ${i}: ${String(l['why'])}`));
       (error as Error).message += `\nstarts (instance@ms): ${byInstance.sort((x, y) => x.ms - y.ms).map((s) => `${s.i}@${s.ms.toFixed(0)}`).join(' ')}` +
         `\nRedis lost since the restart: ${fallbacks.length === 0 ? 'never' : fallbacks.join('; ')}` +
-        `\neach instance's clock ahead of the wall clock, ms (median of its lines' end minus their wall \`time\`, +-1.5 ms): ${local.map((p) => clockAheadMs(p.logs).toFixed(1)).join(' ')}`;
+        `\neach instance's log clock less instance 0's, ms (compensated above): ${aheadMs.map((ms) => (ms - aheadMs[0]!).toFixed(3)).join(' ')}`;
       throw error;
     }
     const spanBackMs = Math.max(...sent.map((s) => s.atMs)) - Math.min(...sent.map((s) => s.atMs));
