@@ -67,8 +67,13 @@ export function referencePatternMatches(path: string, pattern: string): boolean 
  * `RobotsMatcher::OneAgentAllowedByRobots(body, agent, url)`.
  * @param body the robots.txt octets.
  * @param agent a product token, compared with each user-agent value's `[A-Za-z_-]` prefix.
+ * @param spelling for a differential whose files spell one pattern several ways
+ *   (reference-spellings.ts): given a rule's value as written (octets), the spelling it is
+ *   matched in (the one the path is given in), or undefined to match it as the reference
+ *   escapes it; its priority stays the reference's, the length of the escaped value as written.
+ *   Absent: the reference exactly.
  */
-export function referenceAllowed(body: Uint8Array, agent: string, url: string): boolean {
+export function referenceAllowed(body: Uint8Array, agent: string, url: string, spelling?: (value: string) => string | undefined): boolean {
   const path = extractPathAndQuery(url);
   const priority = { allowSpecific: -1, disallowSpecific: -1, allowGlobal: -1, disallowGlobal: -1 };
   let seenGlobal = false;
@@ -76,10 +81,10 @@ export function referenceAllowed(body: Uint8Array, agent: string, url: string): 
   let everSpecific = false;
   let seenSeparator = false;
 
-  const handleRule = (isAllow: boolean, value: string): void => {
+  const handleRule = (isAllow: boolean, value: string, matchedAs = value): void => {
     if (!seenGlobal && !seenSpecific) return;
     seenSeparator = true;
-    const matched = referencePatternMatches(path, value) ? value.length : -1;
+    const matched = referencePatternMatches(path, matchedAs) ? value.length : -1;
     if (matched >= 0) {
       if (seenSpecific) {
         if (isAllow) priority.allowSpecific = Math.max(priority.allowSpecific, matched);
@@ -88,7 +93,8 @@ export function referenceAllowed(body: Uint8Array, agent: string, url: string): 
       else priority.disallowGlobal = Math.max(priority.disallowGlobal, matched);
     } else if (isAllow) {
       const slash = value.lastIndexOf('/');
-      if (slash !== -1 && value.startsWith('/index.htm', slash)) handleRule(true, value.slice(0, slash + 1) + '$');
+      const slashAs = matchedAs.lastIndexOf('/');
+      if (slash !== -1 && value.startsWith('/index.htm', slash)) handleRule(true, value.slice(0, slash + 1) + '$', matchedAs.slice(0, slashAs + 1) + '$');
     }
   };
 
@@ -115,9 +121,11 @@ export function referenceAllowed(body: Uint8Array, agent: string, url: string): 
         everSpecific = seenSpecific = true;
       }
     } else if (key.startsWith('allow')) {
-      handleRule(true, referenceEscapePattern(value));
+      const escaped = referenceEscapePattern(value);
+      handleRule(true, escaped, spelling?.(value) ?? escaped);
     } else if (DISALLOW_KEYS.some((k) => key.startsWith(k))) {
-      handleRule(false, referenceEscapePattern(value));
+      const escaped = referenceEscapePattern(value);
+      handleRule(false, escaped, spelling?.(value) ?? escaped);
     }
   };
 
