@@ -6,6 +6,17 @@
  */
 
 /**
+ * The operating-system part of a GNU host triplet (config.guess `$host_os`), lower case: GNU Wget
+ * sends `Wget/VERSION (OS_TYPE)` (its src/http.c; `OS_TYPE` is configure's `$host_os`), so
+ * `Wget/1.21.4 (linux-gnu)` on a glibc Linux, `(mingw32)` on Windows. Versioned ones
+ * (`darwin23.2.0`, `freebsd14.0`) are read by their stem (agent.ts).
+ */
+const GNU_SYSTEM_NAMES: readonly string[] = [
+  'gnu', 'linux-gnu', 'linux-gnueabi', 'linux-gnueabihf', 'linux-gnux32', 'linux-musl', 'linux-musleabi', 'linux-musleabihf',
+  'linux-android', 'linux-androideabi', 'linux-uclibc', 'mingw32', 'mingw64', 'cygwin', 'msys', 'kfreebsd-gnu',
+];
+
+/**
  * Browser, engine, platform and UA-boilerplate words, lower case, compared
  * with a whole name. They say nothing about which crawler is asking. Not
  * exhaustive: an unlisted word (a device model such as `Nexus`) stays a
@@ -25,6 +36,8 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set([
   'mac', 'intel', 'cpu', 'os', 'iphone', 'ipad', 'ipod', 'build', 'ubuntu', 'fedora', 'debian', 'cros',
   'kindle', 'touch', 'tablet', 'phone', 'slcc1', 'slcc2', 'media', 'center', 'pc', 'infopath', 'clr',
   'zune', 'sv1', 'wayland', 'freebsd', 'openbsd', 'netbsd', 'sunos',
+  // the operating-system part of a GNU host triplet, which GNU tools put in their comment (`Wget/1.21.4 (linux-gnu)`)
+  ...GNU_SYSTEM_NAMES,
   // filler words of prose-like headers (`crawl at example dot com`)
   'at', 'dot', 'and', 'or', 'not', 'on', 'in', 'of', 'to', 'the', 'for', 'with', 'by', 'from', 'http', 'https', 'www', 'com',
 ]);
@@ -54,6 +67,7 @@ export const LIBRARY_NAMES: ReadonlySet<string> = new Set([
 const PLATFORM_WORDS: ReadonlySet<string> = new Set([
   'windows', 'win64', 'win32', 'wow64', 'x64', 'x11', 'linux', 'android', 'macintosh', 'iphone', 'ipad', 'ipod',
   'cpu', 'ubuntu', 'fedora', 'debian', 'cros', 'freebsd', 'openbsd', 'netbsd', 'sunos', 'build',
+  ...GNU_SYSTEM_NAMES,
 ]);
 
 /** Whether a generic word (lower case) names a platform. */

@@ -68,7 +68,9 @@ export function extractProductTokens(userAgent: string): string[] {
  * - generic browser, platform and boilerplate words (Mozilla, AppleWebKit,
  *   KHTML, like, Gecko, Chrome, Safari, Firefox, Version, Mobile, compatible,
  *   Windows, NT, Win64, x64, WOW64, X11, Linux, Android, iPhone, Macintosh,
- *   Intel, CPU, OS, ...), one-character words (`U`, `K`; not the name of
+ *   Intel, CPU, OS, ...), the system part of a GNU host triplet (`linux-gnu`,
+ *   `mingw32`: `Wget/1.21.4 (linux-gnu)`), such a word run into its version
+ *   (`freebsd14.0`), one-character words (`U`, `K`; not the name of
  *   a `name/version` product, `d/12`) and locale tags.
  *
  * A part's name is its leading `[A-Za-z0-9_-]` run after any leading
@@ -258,11 +260,18 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
     if (reading.comment >= 0 && isPlatformWord(lower)) reading.platformComments.add(reading.comment);
     return;
   }
-  reading.found.push({ token: name, kind: kindOf(lower, isProductName), position, comment: reading.comment });
   const stem = gluedVersionStem(rest, name);
-  if (stem === undefined) return;
-  const stemLower = stem.toLowerCase();
-  if (isVersionName(stemLower) || isGenericName(stemLower)) return;
+  const stemLower = stem === undefined ? undefined : stem.toLowerCase();
+  // A platform or generic word run into its version (`freebsd14.0` in `Wget/1.21 (freebsd14.0)`) is that word.
+  if (stemLower !== undefined && !isVersionName(stemLower) && isGenericName(stemLower)) {
+    if (reading.comment >= 0 && isPlatformWord(stemLower)) reading.platformComments.add(reading.comment);
+    return;
+  }
+  // A library's name run into its version (`darwin23.2.0`) ranks as the library: after a tool that names itself.
+  const stemKind = stemLower === undefined ? undefined : kindOf(stemLower, isProductName);
+  reading.found.push({ token: name, kind: stemKind === 'library' ? stemKind : kindOf(lower, isProductName), position, comment: reading.comment });
+  if (stem === undefined || stemLower === undefined) return;
+  if (isVersionName(stemLower)) return;
   // Right after the whole name (same kind and position; the sort is stable), so a group written for the
   // whole name (`User-agent: Twiceler-0.9` reads `Twiceler-0`) still wins over one for the stem.
   reading.found.push({ token: stem, kind: kindOf(stemLower, isProductName), position, comment: reading.comment });

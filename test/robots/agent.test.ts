@@ -182,6 +182,20 @@ describe('which candidate decides (one documented rule)', () => {
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Speedy Spider; http://www.example.com/)'), ['Speedy', 'Spider']);
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Example! Crawler/3.0)'), ['Crawler', 'Example']);
   });
+  it("a GNU tool's system comment names no one: Wget's own name comes first", () => {
+    // GNU Wget sends `Wget/VERSION (OS_TYPE)`, OS_TYPE being configure's $host_os. Before: `linux-gnu`
+    // ranked before `Wget` (an "other" name before a library's), so a request no group named was put in
+    // the ledger and the report under `linux-gnu` (the first candidate).
+    for (const system of ['linux-gnu', 'linux-gnueabihf', 'linux-musl', 'mingw32', 'cygwin', 'msys', 'freebsd14.0', 'openbsd7.5']) {
+      assert.deepEqual(extractProductTokens(`Wget/1.21.4 (${system})`), ['Wget'], system);
+    }
+    // `darwin` is also CFNetwork's `Darwin/23.0.0`, a library word: run into its version it ranks as one, after Wget.
+    assert.deepEqual(extractProductTokens('Wget/1.24.5 (darwin23.2.0)'), ['Wget', 'darwin23', 'darwin']);
+    // The group choice was right before and is right now.
+    assert.equal(receivesGroupFor('Wget', 'Wget/1.21.4 (linux-gnu)'), true);
+    // A crawler's name glued to a version is read as before.
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleBot2.1; linux-gnu)'), ['ExampleBot2', 'ExampleBot']);
+  });
   it('drops duplicates case-insensitively, keeping the best-ranked spelling', () => {
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleBot/1.0) examplebot/2.0 EXAMPLEBOT'), ['ExampleBot']);
   });
