@@ -87,6 +87,11 @@ const CRAWLER_NOUNS: ReadonlySet<string> = new Set([
   'bot', 'bots', 'robot', 'robots', 'crawl', 'crawler', 'crawlers', 'spider', 'webbot', 'webcrawler', 'web-crawler', 'webspider',
 ]);
 
+/** Whether a name (lower case) is a bare crawler noun (`spider`, `bot`, `crawler`, ...): a word that names no one alone. */
+export function isCrawlerNoun(lowerName: string): boolean {
+  return CRAWLER_NOUNS.has(lowerName);
+}
+
 /**
  * How a candidate ranks (extension, not in RFC 9309): a crawler's own name
  * first, then other names, HTTP libraries and tools, and last the other

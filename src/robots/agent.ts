@@ -11,7 +11,7 @@
  * words that cannot be a crawler's name are left out. One linear pass over
  * the characters, no regular expressions.
  */
-import { isGenericName, isDigit, isPlatformWord, isVersionName, kindOf, type CandidateKind } from './agent-words.js';
+import { isCrawlerNoun, isGenericName, isDigit, isPlatformWord, isVersionName, kindOf, type CandidateKind } from './agent-words.js';
 import { isName, isNameChar, leadingName } from './product-token.js';
 
 export { isValidProductToken } from './product-token.js';
@@ -197,14 +197,20 @@ function wordOf(text: string, start: number, end: number, hasQuotedPair: boolean
  * The word before, when it changes how a word reads: after `like` comes
  * another crawler's name (`like Googlebot`, `like FeedFetcher-Google`: a
  * claim of resemblance, not the sender's name); after `via`, the host a
- * request passed through (`via images.example ExampleImageProxy`).
+ * request passed through (`via images.example ExampleImageProxy`); after a
+ * bare name (`name`: only `[A-Za-z0-9_-]`, not a generic word), a product
+ * whose name is a crawler noun ends a name of several words (`Sogou web
+ * spider/4.0`, `Screaming Frog SEO Spider/19.4`), which is named by its
+ * first word, as the reference reads such a header and a `User-agent:` line:
+ * the noun is no name of its own.
  */
-type PreviousWord = 'like' | 'via' | 'other';
+type PreviousWord = 'like' | 'via' | 'name' | 'other';
 
 function previousWordOf(word: string): PreviousWord {
-  if (word.length === 4 && word.toLowerCase() === 'like') return 'like';
-  if (word.length === 3 && word.toLowerCase() === 'via') return 'via';
-  return 'other';
+  const lower = word.toLowerCase();
+  if (lower === 'like') return 'like';
+  if (lower === 'via') return 'via';
+  return isName(word) && !isGenericName(lower) && !isVersionName(lower) ? 'name' : 'other';
 }
 
 /** Removes the `\` of each quoted-pair (RFC 9110 §5.6.5). */
@@ -232,7 +238,7 @@ function addWord(reading: Reading, word: string, position: number, previous: Pre
     const part = word.slice(partStart, i);
     // `host.example/path` and the host after `via` are addresses, not names.
     if (partStart === 0 && part.includes('.') && (previous === 'via' || (isSlash && !startsVersion(word, i + 1)))) return;
-    addPart(reading, part, position + partStart, separator === 'slash', separator === 'none' && isSlash);
+    addPart(reading, part, position + partStart, separator === 'slash', separator === 'none' && isSlash, partStart === 0 && previous === 'name');
     separator = isSlash ? 'slash' : 'colons';
     if (isDoubleColon) i++;
     partStart = i + 1;
@@ -242,9 +248,12 @@ function addWord(reading: Reading, word: string, position: number, previous: Pre
 /**
  * Adds the name of one part of a word. `isVersionPosition`: the part follows
  * a `/`; `isProductName`: it is the name of a `name/version` product (not a
- * part after `::`, which names a module: `Example::Fetcher/0.01`).
+ * part after `::`, which names a module: `Example::Fetcher/0.01`);
+ * `endsLongerName`: a bare name stands right before it in the same item, so
+ * a crawler noun naming the product here ends a longer name (`Sogou web
+ * spider/4.0`) and is left out: `User-agent: spider` is not written for Sogou.
  */
-function addPart(reading: Reading, part: string, position: number, isVersionPosition: boolean, isProductName: boolean): void {
+function addPart(reading: Reading, part: string, position: number, isVersionPosition: boolean, isProductName: boolean, endsLongerName: boolean): void {
   if (part.length === 0) return;
   if (isVersionPosition && hasDigitOrDot(part)) return;
   let start = 0;
@@ -256,6 +265,7 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
   const lower = name.toLowerCase();
   if (isVersionName(lower) && !(isProductName && isDigits(lower))) return;
   // A one-character name is platform noise (`U`, `K`) unless it names a `name/version` product (`d/12`).
+  if (endsLongerName && isProductName && isCrawlerNoun(lower)) return;
   if (isGenericName(lower) && !(isProductName && lower.length === 1)) {
     if (reading.comment >= 0 && isPlatformWord(lower)) reading.platformComments.add(reading.comment);
     return;

@@ -12,6 +12,7 @@ import {
 import { isName } from '../../src/robots/product-token.js';
 import { evaluate, parseRobotsTxt, selectGroup } from '../../src/robots/index.js';
 import { CONFORMANCE_FIXTURES_DIR, OTHER_VECTORS_FILE, assertOtherCase, readVectors, type OtherCase } from './conformance-vectors.js';
+import { referenceAllowed } from './reference-port.js';
 
 interface UserAgentRecord {
   ua: string;
@@ -195,6 +196,42 @@ describe('which candidate decides (one documented rule)', () => {
     assert.equal(receivesGroupFor('Wget', 'Wget/1.21.4 (linux-gnu)'), true);
     // A crawler's name glued to a version is read as before.
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleBot2.1; linux-gnu)'), ['ExampleBot2', 'ExampleBot']);
+  });
+  it('a crawler noun that ends a name of several words (`Sogou web spider/4.0`) is no name of its own', () => {
+    // Before: `spider`/`Spider`/`Bot` first, as the name of a `name/version` product, so a site's
+    // `User-agent: spider` group (www.metmuseum.org, www.rightmove.co.uk in the corpus) applied to
+    // Sogou and to Screaming Frog, where the reference, given their tokens (`Sogou`, `Screaming`),
+    // and the operators' own `User-agent: Sogou web spider` / `Screaming Frog SEO Spider` lines
+    // (read `Sogou`, `Screaming` on both sides) apply the `*` group.
+    const sogou = 'Sogou web spider/4.0(+http://www.sogou.com/docs/help/webmasters.htm#07)';
+    assert.deepEqual(extractProductTokens(sogou), ['Sogou', 'web']);
+    assert.deepEqual(extractProductTokens('Sogou Pic Spider/3.0(+http://www.sogou.com/docs/help/webmasters.htm#07)'), ['Sogou', 'Pic']);
+    assert.deepEqual(extractProductTokens('Screaming Frog SEO Spider/19.4'), ['Screaming', 'Frog', 'SEO']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Screaming Frog SEO Spider/19.4)'), ['Screaming', 'Frog', 'SEO']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Kangaroo Bot/1.0; +https://kangaroo.bot)'), ['Kangaroo']);
+    // www.rightmove.co.uk's shape: `spider` refused everything; Screaming Frog, not named, gets `*`.
+    assert.equal(evaluate(parseRobotsTxt('User-agent: spider\nDisallow: /\n\nUser-agent: *\nDisallow: /x\n'), extractProductTokens('Screaming Frog SEO Spider/19.4'), '/a').allowed, true);
+    // metmuseum.org's shape: an empty `spider` group, and `*` refusing /api/.
+    const met = 'user-agent: spider \ndisallow: \n\nuser-agent: sogou spider \ndisallow: \n\nuser-agent: * \ndisallow: /api/ \n';
+    const robots = parseRobotsTxt(met);
+    // The operator's own line (`sogou spider`, read `sogou`) still applies to Sogou...
+    assert.equal(evaluate(robots, extractProductTokens(sogou), '/api/x').productToken, 'Sogou');
+    // ...and a crawler the file does not name gets the `*` group, as the reference reads it.
+    const frog = 'Screaming Frog SEO Spider/19.4';
+    const r = evaluate(robots, extractProductTokens(frog), '/api/x');
+    assert.equal(r.allowed, false);
+    assert.equal(r.productToken, undefined);
+    assert.equal(referenceAllowed(Buffer.from(met), 'Screaming', 'http://example.com/api/x'), false);
+    // The operators' documented lines apply.
+    assert.equal(receivesGroupFor('Sogou web spider', sogou), true);
+    assert.equal(receivesGroupFor('Screaming Frog SEO Spider', frog), true);
+    // Unchanged: a crawler noun after a vendor word with punctuation, alone, or as the only product name.
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Example! Crawler/3.0)'), ['Crawler', 'Example']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Speedy Spider; http://www.example.com/)'), ['Speedy', 'Spider']);
+    assert.deepEqual(extractProductTokens('Spider/2.0 (compatible; Example)'), ['Spider', 'Example']);
+    // A generic word before the noun is no name it ends: `compatible Crawler/3.0` names Crawler.
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible Crawler/3.0)'), ['Crawler']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'), ['Googlebot']);
   });
   it('drops duplicates case-insensitively, keeping the best-ranked spelling', () => {
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleBot/1.0) examplebot/2.0 EXAMPLEBOT'), ['ExampleBot']);
