@@ -143,11 +143,13 @@ interface Reading {
   comment: number;
   /** Comments that hold a platform word (`Linux`, `Windows`, `X11`, ...). */
   platformComments: Set<number>;
+  /** Header offset of the first of the bare names right before the word being read, in its item (`Sogou` before `web spider/4.0`), or -1. */
+  nameRunStart: number;
 }
 
 /** Splits `text` into words and feeds each to {@link addWord}. No closures: the loop's state stays in registers. */
 function collectCandidates(text: string, isTruncated: boolean): Found[] {
-  const reading: Reading = { found: [], comment: -1, platformComments: new Set() };
+  const reading: Reading = { found: [], comment: -1, platformComments: new Set(), nameRunStart: -1 };
   const open: number[] = [];
   let comments = 0;
   let wordStart = -1;
@@ -164,6 +166,7 @@ function collectCandidates(text: string, isTruncated: boolean): Found[] {
       wordStart = -1;
       hasQuotedPair = false;
       previous = 'other';
+      reading.nameRunStart = -1;
       if (code === 0x28) open.push(comments++);
       else if (code === 0x29) open.pop();
       reading.comment = open.length > 0 ? (open[open.length - 1] ?? -1) : -1;
@@ -173,6 +176,8 @@ function collectCandidates(text: string, isTruncated: boolean): Found[] {
         const word = wordOf(text, wordStart, i, hasQuotedPair);
         addWord(reading, word, wordStart, previous);
         previous = previousWordOf(word);
+        if (previous !== 'name') reading.nameRunStart = -1;
+        else if (reading.nameRunStart < 0) reading.nameRunStart = wordStart;
       }
       wordStart = -1;
       hasQuotedPair = false;
@@ -202,7 +207,7 @@ function wordOf(text: string, start: number, end: number, hasQuotedPair: boolean
  * whose name is a crawler noun ends a name of several words (`Sogou web
  * spider/4.0`, `Screaming Frog SEO Spider/19.4`), which is named by its
  * first word, as the reference reads such a header and a `User-agent:` line:
- * the noun is no name of its own.
+ * the noun and the words between are no names of their own.
  */
 type PreviousWord = 'like' | 'via' | 'name' | 'other';
 
@@ -251,7 +256,9 @@ function addWord(reading: Reading, word: string, position: number, previous: Pre
  * part after `::`, which names a module: `Example::Fetcher/0.01`);
  * `endsLongerName`: a bare name stands right before it in the same item, so
  * a crawler noun naming the product here ends a longer name (`Sogou web
- * spider/4.0`) and is left out: `User-agent: spider` is not written for Sogou.
+ * spider/4.0`): it and the names between the first and it (`web`) are left
+ * out, as the reference reads the name (`Sogou`): `User-agent: spider` and
+ * `User-agent: Web Image Collector` are not written for Sogou.
  */
 function addPart(reading: Reading, part: string, position: number, isVersionPosition: boolean, isProductName: boolean, endsLongerName: boolean): void {
   if (part.length === 0) return;
@@ -265,7 +272,10 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
   const lower = name.toLowerCase();
   if (isVersionName(lower) && !(isProductName && isDigits(lower))) return;
   // A one-character name is platform noise (`U`, `K`) unless it names a `name/version` product (`d/12`).
-  if (endsLongerName && isProductName && isCrawlerNoun(lower)) return;
+  if (endsLongerName && isProductName && isCrawlerNoun(lower)) {
+    dropNamesAfter(reading, reading.nameRunStart, position);
+    return;
+  }
   if (isGenericName(lower) && !(isProductName && lower.length === 1)) {
     if (reading.comment >= 0 && isPlatformWord(lower)) reading.platformComments.add(reading.comment);
     return;
@@ -285,6 +295,16 @@ function addPart(reading: Reading, part: string, position: number, isVersionPosi
   // Right after the whole name (same kind and position; the sort is stable), so a group written for the
   // whole name (`User-agent: Twiceler-0.9` reads `Twiceler-0`) still wins over one for the stem.
   reading.found.push({ token: stem, kind: kindOf(stemLower, isProductName), position, comment: reading.comment });
+}
+
+/** Removes the candidates read from header offsets `after` < offset < `before` (the inner words of a longer name). */
+function dropNamesAfter(reading: Reading, after: number, before: number): void {
+  let kept = 0;
+  for (const found of reading.found) {
+    if (found.position > after && found.position < before) continue;
+    reading.found[kept++] = found;
+  }
+  reading.found.length = kept;
 }
 
 /**

@@ -204,10 +204,18 @@ describe('which candidate decides (one documented rule)', () => {
     // and the operators' own `User-agent: Sogou web spider` / `Screaming Frog SEO Spider` lines
     // (read `Sogou`, `Screaming` on both sides) apply the `*` group.
     const sogou = 'Sogou web spider/4.0(+http://www.sogou.com/docs/help/webmasters.htm#07)';
-    assert.deepEqual(extractProductTokens(sogou), ['Sogou', 'web']);
-    assert.deepEqual(extractProductTokens('Sogou Pic Spider/3.0(+http://www.sogou.com/docs/help/webmasters.htm#07)'), ['Sogou', 'Pic']);
-    assert.deepEqual(extractProductTokens('Screaming Frog SEO Spider/19.4'), ['Screaming', 'Frog', 'SEO']);
-    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Screaming Frog SEO Spider/19.4)'), ['Screaming', 'Frog', 'SEO']);
+    assert.deepEqual(extractProductTokens(sogou), ['Sogou']);
+    assert.deepEqual(extractProductTokens('Sogou Pic Spider/3.0(+http://www.sogou.com/docs/help/webmasters.htm#07)'), ['Sogou']);
+    assert.deepEqual(extractProductTokens('Screaming Frog SEO Spider/19.4'), ['Screaming']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Screaming Frog SEO Spider/19.4)'), ['Screaming']);
+    // Nor the words between: 56 corpus files that do not name Sogou refused it whole through
+    // `User-agent: Web Image Collector` (read `Web`), matched by the `web` of its name.
+    const collector = parseRobotsTxt('User-agent: Web Image Collector\nDisallow: /\n\nUser-agent: *\nDisallow: /cgi-bin/\n');
+    assert.equal(evaluate(collector, extractProductTokens(sogou), '/a').allowed, true);
+    assert.equal(referenceAllowed(Buffer.from('User-agent: Web Image Collector\nDisallow: /\n\nUser-agent: *\nDisallow: /cgi-bin/\n'), 'Sogou', 'http://example.com/a'), true);
+    // Words in other items of the header stay candidates.
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; ExampleBot/1.0; Sogou web spider/4.0) Extra'), ['ExampleBot', 'Sogou', 'Extra']);
+    assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Alpha Beta; Gamma Spider/1.0)'), ['Alpha', 'Beta', 'Gamma']);
     assert.deepEqual(extractProductTokens('Mozilla/5.0 (compatible; Kangaroo Bot/1.0; +https://kangaroo.bot)'), ['Kangaroo']);
     // www.rightmove.co.uk's shape: `spider` refused everything; Screaming Frog, not named, gets `*`.
     assert.equal(evaluate(parseRobotsTxt('User-agent: spider\nDisallow: /\n\nUser-agent: *\nDisallow: /x\n'), extractProductTokens('Screaming Frog SEO Spider/19.4'), '/a').allowed, true);
