@@ -13,7 +13,7 @@ import { extractProductTokens } from './robots/agent.js';
 import { DEFAULT_MAX_ROBOTS_BYTES, evaluate, extractPathAndQuery, parseRobotsTxt, type RobotsEvaluation, type RobotsTxt } from './robots/index.js';
 import { boundedLines } from './bounded-lines.js';
 import { UsageError } from './errors.js';
-import { readFileBounded } from './read-bounded.js';
+import { readErrorReason, readFileBounded } from './read-bounded.js';
 
 /** One JSON-lines answer (see the issue's contract). */
 export interface CheckAnswer {
@@ -227,7 +227,7 @@ export function runCheckFiles(options: CheckFilesOptions): { lines: string[]; di
     // One byte past the parse limit is enough for the parser to see, and say, that the file is truncated.
     body = readFileBounded(options.robotsFile, DEFAULT_MAX_ROBOTS_BYTES + 1).bytes;
   } catch (err) {
-    throw new UsageError(`cannot read robots file ${options.robotsFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new UsageError(`check: cannot read --robots ${options.robotsFile} (${readErrorReason(err)})`, { cause: err });
   }
   const robots = parseRobotsTxt(body);
   const tokens = tokensFor(options);

@@ -43,3 +43,25 @@ export function readFileBounded(path: string, maxBytes: number): BoundedRead {
     closeSync(fd);
   }
 }
+
+/** Words for the `fs` error codes a file the operator named most often fails with. */
+const READ_ERROR_WORDS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EISDIR: 'a directory, not a file',
+  EACCES: 'not allowed to read it',
+  ENOTDIR: 'a part of the path is not a directory',
+};
+
+/**
+ * Why a named file could not be read, for a message an operator acts on: the
+ * error code with its plain words (`ENOENT: no such file`), or the code alone
+ * for a rarer one, or the error's message when it has no code.
+ * @param error what {@link readFileBounded} (or another `fs` call) threw.
+ * @returns a short reason, e.g. `ENOENT: no such file`, `EIO`.
+ */
+export function readErrorReason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (typeof code !== 'string') return error instanceof Error ? error.message : String(error);
+  const words = READ_ERROR_WORDS[code];
+  return words === undefined ? code : `${code}: ${words}`;
+}

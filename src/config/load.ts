@@ -7,7 +7,7 @@
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { readFileBounded } from '../read-bounded.js';
+import { readErrorReason, readFileBounded } from '../read-bounded.js';
 import { configSchema, knownKeysAt } from './schema.js';
 import type { Config } from './types.js';
 import { describeValue } from './units.js';
@@ -45,8 +45,7 @@ export function loadConfig(path: string): Config {
     text = bytes.toString('utf8');
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
-    throw new ConfigError(`${path}: cannot read the configuration file (${reason})`, {}, { cause: error });
+    throw new ConfigError(`${path}: cannot read the configuration file (${readErrorReason(error)})`, {}, { cause: error });
   }
   return parseConfig(text, path);
 }

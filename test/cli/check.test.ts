@@ -138,7 +138,11 @@ describe('robots-proxy check', () => {
   it('fails with exit code 2 and a clear message on bad usage', async () => {
     const missing = await run(['check', '--robots', join(dir, 'nope.txt'), '--token', 'x', 'http://a/']);
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /cannot read robots file/);
+    // The file named with the option, and the error in words, not a bare ENOENT.
+    assert.match(missing.stderr, /check: cannot read --robots .*nope\.txt \(ENOENT: no such file\)/);
+    const directory = await run(['check', '--robots', dir, '--token', 'x', 'http://a/']);
+    assert.equal(directory.code, 2);
+    assert.match(directory.stderr, /\(EISDIR: a directory, not a file\)/);
     const noAgent = await run(['check', '--robots', robotsFile, 'http://a/']);
     assert.equal(noAgent.code, 2);
     const badFlag = await run(['check', '--robot', robotsFile]);

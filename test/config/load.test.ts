@@ -79,6 +79,7 @@ describe('loadConfig: one fixture per failure mode', () => {
     assert.equal(error.line, undefined);
     assert.equal((error.cause as NodeJS.ErrnoException).code, 'ENOENT');
     assert.ok(error.message.startsWith(fixture('no-such-file.yaml')));
+    assert.match(error.message, /cannot read the configuration file \(ENOENT: no such file\)$/);
   });
 
   it('refuses an endless device (/dev/zero, whose size reads 0) at 1 MiB, not by reading it for ever', { timeout: 120_000 }, () => {

@@ -133,7 +133,7 @@ describe('RunningProxy.reloadFromFile', () => {
     rmSync(path);
     const missing = running.reloadFromFile();
     assert.equal(!missing.ok && missing.error, 'config-invalid');
-    assert.match(!missing.ok ? missing.message : '', /cannot read the configuration file \(ENOENT\)/);
+    assert.match(!missing.ok ? missing.message : '', /cannot read the configuration file \(ENOENT: no such file\)/);
     assert.equal(running.currentConfig(), before);
   });
 
