@@ -100,10 +100,21 @@ export function reloadConfigFile(file: string, target: Reloadable, logger: Logge
   if (plan.restartRequired.length > 0) {
     logger.warn(
       { event: 'config-restart-required', file, keys: plan.restartRequired },
-      `configuration reloaded, but ${plan.restartRequired.join(', ')} changed and take effect only after a restart: their running values are kept`,
+      restartRequiredMessage(plan.restartRequired),
     );
   }
   logger.info({ event: 'config-reloaded', file, applied, restartRequired: plan.restartRequired, ...extra }, 'configuration reloaded');
   target.apply(plan.config);
   return { ok: true, file, applied, restartRequired: plan.restartRequired, ...extra };
+}
+
+/**
+ * The `config-restart-required` warning's text, in the grammar of its key count.
+ * @param keys the restart-only keys whose value changed (`ReloadPlan.restartRequired`), at least one.
+ * @returns e.g. `configuration reloaded, but upstream.caFile changed and takes effect only after a
+ *   restart: its running value is kept`.
+ */
+export function restartRequiredMessage(keys: readonly string[]): string {
+  const one = keys.length === 1;
+  return `configuration reloaded, but ${keys.join(', ')} changed and ${one ? 'takes' : 'take'} effect only after a restart: ${one ? 'its running value is' : 'their running values are'} kept`;
 }

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { startProxy, type RunningProxy } from '../../src/main.js';
 import { captureLogs, startOrigin, siteHandler, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { createLogger } from '../../src/audit/logger.js';
+import { restartRequiredMessage } from '../../src/lifecycle/reload.js';
 import { CapturedLines } from '../audit/factories.js';
 import { proxyRequest } from '../helpers/proxy-client.js';
 
@@ -157,6 +158,7 @@ describe('RunningProxy.reloadFromFile', () => {
     const [warning] = events(logs, 'config-restart-required');
     assert.deepEqual([...(warning?.['keys'] as string[])].sort(), ['admin.enabled', 'admin.port', 'https.mode', 'listen.port', 'stateDir']);
     assert.match(String(warning?.['msg']), /listen\.port/);
+    assert.match(String(warning?.['msg']), / changed and take effect only after a restart: their running values are kept$/);
     assert.equal(warning?.['level'], 40);
   });
 
@@ -239,5 +241,18 @@ describe('RunningProxy.reloadFromFile', () => {
     assert.equal(!report.ok && report.error, 'shutting-down');
     assert.equal(events(logs, 'config-reload-refused').length, 1);
     await stopped;
+  });
+});
+
+describe('restartRequiredMessage', () => {
+  it('speaks of one key in the singular (a changed upstream.caFile alone said "take effect ... their running values")', () => {
+    assert.equal(
+      restartRequiredMessage(['upstream.caFile']),
+      'configuration reloaded, but upstream.caFile changed and takes effect only after a restart: its running value is kept',
+    );
+    assert.equal(
+      restartRequiredMessage(['listen.port', 'stateDir']),
+      'configuration reloaded, but listen.port, stateDir changed and take effect only after a restart: their running values are kept',
+    );
   });
 });
