@@ -5,13 +5,16 @@
 #   docker build -t robots-proxy .
 #   docker run --rm -p 127.0.0.1:8080:8080 -p 127.0.0.1:9090:9090 \
 #     -v robots-proxy-state:/var/lib/robots-proxy robots-proxy
-#   curl -x http://127.0.0.1:8080 http://example.com/
+#   curl -x http://127.0.0.1:8080 -A 'ExampleBot/1.0' http://example.com/
 #   docker run --rm -v robots-proxy-state:/var/lib/robots-proxy robots-proxy ca
 #
 # Publish on 127.0.0.1 (as above), or on one private interface address that a
-# firewall restricts: anyone who reaches port 8080 can use the proxy, and the
-# admin API (9090) has no authentication. Never `-p 8080:8080`, which is every
-# interface.
+# firewall restricts: config/docker.yaml admits proxy clients from loopback and
+# the private ranges (access.clients; Docker's NAT shows host-local clients as
+# the bridge gateway), so anyone on such a network who reaches port 8080 can
+# use the proxy. The admin API (9090) needs the bearer token created on first
+# start in the volume (admin-token), except /healthz and /ca.pem. Never
+# `-p 8080:8080`, which is every interface.
 #
 # Config: /etc/robots-proxy/config.yaml (config/docker.yaml; mount your own
 # over it), named by ROBOTS_PROXY_CONFIG for every command. State (the
