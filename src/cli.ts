@@ -13,6 +13,10 @@ import type { ParseArgsConfig } from 'node:util';
 import { runCheckFiles, runJsonl } from './check.js';
 import { parseCommandArgs } from './cli-args.js';
 import { ProxyError, UsageError } from './errors.js';
+import { suggestKey } from './suggest.js';
+
+/** The commands `robots-proxy` runs, for the hint after an unknown one. */
+const COMMANDS = ['serve', 'check', 'ca', 'report', 'passwd', 'help'] as const;
 
 /** Environment variable naming the config file used when `--config` is not given. */
 const CONFIG_ENV = 'ROBOTS_PROXY_CONFIG';
@@ -206,8 +210,10 @@ async function main(argv: string[]): Promise<number> {
       await printCa({ configPath }).catch(rethrowPlaced(configPath));
       return 0;
     }
-    default:
-      throw new UsageError(`unknown command "${command}"; run "robots-proxy --help"`);
+    default: {
+      const near = suggestKey(command, COMMANDS);
+      throw new UsageError(`unknown command "${command}"${near === undefined ? '' : ` (did you mean "${near}"?)`}; run "robots-proxy --help"`);
+    }
   }
 }
 

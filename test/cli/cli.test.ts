@@ -58,6 +58,9 @@ describe('robots-proxy help and version', () => {
       [['ca', '--config'], 'robots-proxy: ca: option --config needs a value; run "robots-proxy ca --help"\n'],
       [['serve', 'extra'], 'robots-proxy: serve: unexpected argument "extra"; run "robots-proxy serve --help"\n'],
       [['frobnicate'], 'robots-proxy: unknown command "frobnicate"; run "robots-proxy --help"\n'],
+      // A near miss names the command meant.
+      [['serv'], 'robots-proxy: unknown command "serv" (did you mean "serve"?); run "robots-proxy --help"\n'],
+      [['chekc'], 'robots-proxy: unknown command "chekc" (did you mean "check"?); run "robots-proxy --help"\n'],
     ];
     for (const [args, stderr] of cases) {
       const r = await run(args);
