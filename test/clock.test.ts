@@ -13,6 +13,11 @@ import { createSystemClock, epochAheadOfMonotonicMs, MAX_TIMEOUT_MS, monotonicTo
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
+/** Runs `script` (ES module source, importing `./src/...` through tsx) in a fresh Node process in the repository; returns its stdout. Throws when it fails or takes over 20 s. */
+function runInFreshProcess(script: string): string {
+  return execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+}
+
 /**
  * Timer primitives on a virtual time line: records every setTimeout delay
  * and setImmediate, and runs them only when the test says so.
@@ -191,7 +196,7 @@ describe('the epoch scale of the monotonic clock', () => {
       'const after = bracket();',
       'process.stdout.write(JSON.stringify({ origin: monotonicToEpochMs(0), before, after, wallBefore, now, wallAfter }));',
     ].join('\n');
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const out = runInFreshProcess(script);
     const { origin, before, after, wallBefore, now, wallAfter } = JSON.parse(out) as { origin: number; before: [number, number]; after: [number, number]; wallBefore: number; now: number; wallAfter: number };
     // Each bracket holds the origin of its moment; the one measured in between lies between them.
     const lower = Math.min(before[0], after[0]);
@@ -225,7 +230,7 @@ describe('the epoch scale of the monotonic clock', () => {
       'for (let i = 0; i < 20; i++) { const wall = Date.now(); estimate = Math.max(estimate, wall - performance.now()); }',
       'process.stdout.write(JSON.stringify([monotonicToEpochMs(0), estimate, jumped]));',
     ].join('\n');
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const out = runInFreshProcess(script);
     const [origin, estimate, jumped] = JSON.parse(out) as [number, number, boolean];
     assert.equal(jumped, true, 'the deschedule was simulated');
     // `estimate` is a lower bound within a millisecond (the wall clock's granularity) of the origin.
@@ -249,7 +254,7 @@ describe('the epoch scale of the monotonic clock', () => {
       "const second = await import('./src/clock.ts?second');",
       'process.stdout.write(JSON.stringify([first.epochAheadOfMonotonicMs(), second.epochAheadOfMonotonicMs()]));',
     ].join('\n');
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const out = runInFreshProcess(script);
     const [first, second] = JSON.parse(out) as [number, number];
     assert.ok(Math.abs(second - first - 50) < 0.1, `the second clock ${(second - first).toFixed(3)} ms ahead of the first`);
   });
@@ -261,7 +266,7 @@ describe('the epoch scale of the monotonic clock', () => {
       "const { performance } = await import('node:perf_hooks');",
       'process.stdout.write(JSON.stringify([monotonicToEpochMs(0), performance.timeOrigin]));',
     ].join('\n');
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
+    const out = runInFreshProcess(script);
     const [origin, nodeOrigin] = JSON.parse(out) as [number, number];
     assert.equal(origin, nodeOrigin);
   });

@@ -14,17 +14,8 @@ import { join } from 'node:path';
 import { evaluate, extractPathAndQuery, parseRobotsTxt } from '../../src/robots/index.js';
 import { referenceAllowed } from './reference-port.js';
 import { CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE, type MatchCase } from './conformance-vectors.js';
+import { prng } from './reference-matcher.js';
 
-/** mulberry32: a small seeded generator. */
-function generator(seed: number): () => number {
-  let state = seed | 0;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const KEYS = ['User-agent', 'user-agent', 'USER-AGENT', 'useragent', 'User agent', 'Allow', 'allow', 'Disallow', 'disallow', 'Disalow', 'dissallow', 'Sitemap', 'Crawl-delay', 'Unknown', 'Request-rate', 'Host'];
 const USER_AGENT_VALUES = ['FooBot', 'foobot', 'BarBot', '*', '* ', '*foo', 'Foo Bar', 'FooBot/1.0', 'Foo', '', 'FooBot*', 'Foo-Bot', 'Foo_Bot'];
@@ -72,7 +63,7 @@ describe('differential against a port of the reference (reference-port.ts)', () 
   });
 
   it('30,000 random files and paths without % or non-ASCII: the same verdict', () => {
-    const random = generator(20261201);
+    const random = prng(20261201);
     for (let i = 0; i < 30_000; i++) {
       const c = randomCase(random);
       const body = Buffer.from(c.body, 'utf8');

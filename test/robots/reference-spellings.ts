@@ -15,16 +15,6 @@
  * The verdicts must agree. Seeded (mulberry32), so a case replays.
  */
 
-/** mulberry32: a small seeded generator of numbers in [0, 1). */
-export function generator(seed: number): () => number {
-  let state = seed | 0;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One piece of a path or pattern: its canonical spelling, and how a URL and a robots.txt may write it. */
 interface Piece {
