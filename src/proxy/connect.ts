@@ -8,7 +8,8 @@
  *   label over 63 characters); else 200, then TLS with a leaf certificate
  *   signed for the host (or plain HTTP, as the client's first bytes say):
  *   tunnel-intercept.ts;
- * - `tunnel`: decide on the origin's `/` for the agent, pace the CONNECT per
+ * - `tunnel`: decide on the origin's `/` for the agent (`http://host` for
+ *   port 80, else `https://host:port`: relayedTunnelScheme), pace the CONNECT per
  *   origin, then relay bytes (paths are not checked) until either side closes
  *   or the tunnel is idle for `https.idleTimeout`.
  */
@@ -35,7 +36,7 @@ import type { UpgradeRelay } from './upgrade.js';
 import type { TargetGuard } from './target-guard.js';
 import { guardSocketRequest } from './error-boundary.js';
 import { ownAnswerEntry } from './own-answer.js';
-import { parseConnectTarget, tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
+import { parseConnectTarget, relayedTunnelScheme, tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
 import { TunnelRequestServer } from './tunnel-requests.js';
 import { TunnelInterceptor } from './tunnel-intercept.js';
 
@@ -112,7 +113,8 @@ export class ConnectHandler {
   private async dispatch(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const startedAtMs = this.deps.clock.nowMs();
     const target = parseConnectTarget(req.url);
-    const origin = typeof target === 'string' ? '' : tunnelOrigin(target, 'https');
+    // Intercepted tunnels are read as https until their first bytes say otherwise; relayed ones by their port.
+    const origin = typeof target === 'string' ? '' : tunnelOrigin(target, this.deps.mode === 'tunnel' ? relayedTunnelScheme(target) : 'https');
     // Who may use the proxy, before anything else: the credentials given here cover the whole tunnel.
     const admitted = await this.deps.pipeline.admit(req, { origin });
     if (!admitted.isAdmitted) return this.refuse(req, socket, admitted.refusal, startedAtMs);
@@ -150,7 +152,7 @@ export class ConnectHandler {
 
   /** `tunnel` mode: decide on `/`, pace the CONNECT, then relay bytes until a side closes or the tunnel idles. */
   private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget, startedAtMs: number, identity: Identity | null): Promise<void> {
-    const origin = tunnelOrigin(target, 'https');
+    const origin = tunnelOrigin(target, relayedTunnelScheme(target));
     const { decision: decided, policyRequest } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity, 'CONNECT');
     const decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);

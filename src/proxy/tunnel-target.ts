@@ -59,6 +59,19 @@ export function tunnelOrigin(target: TunnelTarget, scheme: TunnelScheme): string
   return target.port === defaultPort ? `${scheme}://${target.hostname}` : `${scheme}://${target.hostname}:${target.port}`;
 }
 
+/**
+ * The scheme a relayed tunnel (`https.mode: tunnel`) is decided as, from its port alone: the
+ * proxy answers before the client's first byte, so it cannot tell TLS from plain HTTP as an
+ * intercepted tunnel does. Port 80 is `http` (a client that tunnels its `http://` URLs: undici's
+ * `ProxyAgent`, `curl -p`; TLS on port 80 is not a thing clients do); any other port is `https`.
+ * Read as `https`, a plain-HTTP origin on port 80 failed its robots.txt fetch
+ * (`ERR_SSL_WRONG_VERSION_NUMBER`) and every such CONNECT was refused 503 robots-unreachable.
+ * Pure.
+ */
+export function relayedTunnelScheme(target: Pick<TunnelTarget, 'port'>): TunnelScheme {
+  return target.port === 80 ? 'http' : 'https';
+}
+
 /** Why a request inside a tunnel is not served: `bad-request` (400) or `misdirected` (421). */
 export interface TunnelRefusal {
   reason: 'bad-request' | 'misdirected';

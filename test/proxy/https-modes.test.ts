@@ -6,6 +6,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { createTestPki, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
 
@@ -78,6 +79,35 @@ describe('HTTPS tunnel and deny modes', () => {
       assert.equal(decision['verdict'], 'allow');
       assert.equal(decision['path'], '/');
       assert.match(String(decision['detail']), /tunnel mode/);
+    }
+  });
+
+  it('tunnel: a CONNECT to port 80 (a client tunnelling http:// URLs) is decided on the http origin\'s robots.txt, not refused 503', async (t) => {
+    // Port 80 itself: the scheme is read from it. A loopback address of its own, so no other test's listener is in the way.
+    const hits: string[] = [];
+    const plain = http.createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(req.url === '/robots.txt' ? 'User-agent: *\nDisallow: /private/\n' : `page ${req.url}\n`);
+    });
+    const listening = await new Promise<boolean>((resolve) => {
+      plain.once('error', () => resolve(false));
+      plain.listen(80, '127.28.0.80', () => resolve(true));
+    });
+    if (!listening) return void t.skip('cannot listen on 127.28.0.80:80 (needs root, or the address is taken)');
+    try {
+      const answer = await openConnect(tunnelProxy.proxyAddress.port, '127.28.0.80:80', { 'user-agent': BOT_UA });
+      assert.equal(answer.status, 200, answer.head.toString());
+      assert.equal(answer.headers['x-robots-proxy-decision'], 'allow; reason=no-matching-rule');
+      answer.socket.write(`GET /page/plain HTTP/1.1\r\nHost: 127.28.0.80\r\nUser-Agent: ${BOT_UA}\r\nConnection: close\r\n\r\n`);
+      const relayedText = await readToEnd(answer.socket, answer.head);
+      assert.match(relayedText, /^HTTP\/1\.1 200 [^]*page \/page\/plain\n/);
+      assert.deepEqual(hits, ['/robots.txt', '/page/plain'], 'robots.txt over plain HTTP, then the page through the tunnel');
+      const line = tunnelLogs.lines.filter((l) => l['via'] === 'connect' && l['url'] === '127.28.0.80:80').at(-1);
+      assert.equal((line?.['decision'] as Record<string, unknown> | undefined)?.['origin'], 'http://127.28.0.80');
+    } finally {
+      plain.closeAllConnections();
+      plain.close();
     }
   });
 

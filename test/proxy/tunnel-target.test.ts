@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isTunnelRefusal, parseConnectTarget, resolveTunnelRequest, tunnelOrigin, type TunnelTarget } from '../../src/proxy/tunnel-target.js';
+import { isTunnelRefusal, parseConnectTarget, relayedTunnelScheme, resolveTunnelRequest, tunnelOrigin, type TunnelTarget } from '../../src/proxy/tunnel-target.js';
 
 function target(raw: string): TunnelTarget {
   const t = parseConnectTarget(raw);
@@ -26,6 +26,13 @@ describe('parseConnectTarget', () => {
     for (const raw of [undefined, '', 'example.com', 'example.com:', 'example.com:0', 'example.com:65536', 'http://example.com:443', 'a@b:443', 'a/b:443', 'x?y:443', '[::1:443', ':443', '.:443']) {
       assert.equal(typeof parseConnectTarget(raw), 'string', String(raw));
     }
+  });
+});
+
+describe('relayedTunnelScheme', () => {
+  it('a relayed tunnel to port 80 is the http origin; any other port the https one', () => {
+    assert.equal(tunnelOrigin(target('example.com:80'), relayedTunnelScheme(target('example.com:80'))), 'http://example.com');
+    for (const raw of ['example.com:443', 'example.com:8443', 'example.com:8080', '[::1]:443']) assert.equal(relayedTunnelScheme(target(raw)), 'https', raw);
   });
 });
 
