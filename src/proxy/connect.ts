@@ -4,7 +4,8 @@
  * `host:port` (else 400), it is not this proxy (400, forwarding loop), the
  * mode allows tunnels (`deny`: 403), and the host passes the private-network
  * guard (403). Only then:
- * - `intercept`: 400 for a host no certificate can name (`*.example.com`, a
+ * - `intercept`: 500 while the proxy's CA has expired (nothing can be signed),
+ *   400 for a host no certificate can name (`*.example.com`, a
  *   label over 63 characters); else 200, then TLS with a leaf certificate
  *   signed for the host (or plain HTTP, as the client's first bytes say):
  *   tunnel-intercept.ts;
@@ -39,6 +40,7 @@ import { ownAnswerEntry } from './own-answer.js';
 import { parseConnectTarget, relayedTunnelScheme, tunnelOrigin, type TunnelTarget } from './tunnel-target.js';
 import { TunnelRequestServer } from './tunnel-requests.js';
 import { TunnelInterceptor } from './tunnel-intercept.js';
+import { LogThrottle } from '../audit/log-throttle.js';
 
 export { parseConnectTarget, type TunnelTarget } from './tunnel-target.js';
 
@@ -80,6 +82,8 @@ export class ConnectHandler {
   /** `https.idleTimeout` and `upstream.connectTimeout` in force, ms (a reload changes them for tunnels opened afterwards). */
   private idleTimeoutMs: number;
   private connectTimeoutMs: number;
+  /** At most one `tls-ca-expired` line per 10 s. */
+  private readonly caExpiredLog = new LogThrottle({ nowMs: () => performance.now() });
 
   constructor(private readonly deps: ConnectDeps) {
     this.idleTimeoutMs = deps.idleTimeoutMs;
@@ -129,6 +133,11 @@ export class ConnectHandler {
     if (codings !== undefined) return this.refuse(req, socket, transferCodingRefusal(new URL(`${origin}/`), codings), startedAtMs);
     if (this.deps.mode === 'deny') return this.refuse(req, socket, decideWithoutRobots('tunnel-denied', { origin, detail: 'https.mode is deny' }), startedAtMs);
     if (this.deps.mode === 'tunnel') return this.tunnel(req, socket, head, target, startedAtMs, admitted.identity);
+    const expiredCa = this.deps.issuer?.expiredCaDetail();
+    if (expiredCa !== undefined) {
+      this.warnCaExpired();
+      return this.refuse(req, socket, decideWithoutRobots('internal-error', { origin, detail: expiredCa }), startedAtMs);
+    }
     if (!isLeafHost(target.hostname)) {
       const detail = `no certificate can be issued for "${target.hostname.slice(0, 300)}": not a host name (labels of 1-63 letters, digits, - or _; no wildcard) or an IP address`;
       return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin, detail }), startedAtMs);
@@ -137,6 +146,17 @@ export class ConnectHandler {
     if (refused) return this.refuse(req, socket, refused, startedAtMs);
     if (!this.interceptor || socket.destroyed) return void socket.destroy();
     this.interceptor.open(socket, head, target, requestIdOf(req), admitted.client);
+  }
+
+  /** Logs `tls-ca-expired` at error, at most once per interval (every CONNECT to intercept meets it). */
+  private warnCaExpired(): void {
+    const suppressed = this.caExpiredLog.admit('ca');
+    if (suppressed === undefined || !this.deps.issuer) return;
+    const { certPath, notAfterMs } = this.deps.issuer.caValidity;
+    this.deps.logger.error(
+      { event: 'tls-ca-expired', certPath, notAfter: new Date(notAfterMs).toISOString(), suppressed },
+      'the TLS interception CA has expired: CONNECTs to intercept are answered 500 until it is replaced',
+    );
   }
 
   /** Answers a CONNECT with the proxy's own response and audits it. */

@@ -165,6 +165,22 @@ export class LeafCertificateIssuer {
     };
   }
 
+  /**
+   * Why nothing can be signed now, or undefined while the CA is valid: its `notAfter` has passed
+   * (the CA was valid at start; an operator's CA can run out while the proxy runs). Checked
+   * before a CONNECT's 200, so the client is told, not reset once its handshake begins. Never throws.
+   */
+  expiredCaDetail(): string | undefined {
+    // As #sign refuses: a leaf must end after its own back-dated start plus the backdate, i.e. after now.
+    if (this.#clock.nowMs() < this.#ca.notAfterMs) return undefined;
+    return `the proxy CA ${this.#ca.certPath} expired on ${new Date(this.#ca.notAfterMs).toISOString()}: no certificate can be signed until the operator replaces it (https.caCert and https.caKey, or a new stateDir CA) and clients trust the new one`;
+  }
+
+  /** The CA's certificate file and its `notAfter` (ms since the epoch), for the log line of an expired CA. */
+  get caValidity(): { certPath: string; notAfterMs: number } {
+    return { certPath: this.#ca.certPath, notAfterMs: this.#ca.notAfterMs };
+  }
+
   /** A snapshot of the counters. */
   getStats(): LeafIssuerStats {
     return {

@@ -1,0 +1,85 @@
+/**
+ * A proxy CA that expires while the proxy runs (an operator's `https.caCert` with a short life):
+ * once it has, no leaf can be signed, so a CONNECT to intercept is answered with the reason
+ * before its 200 (not a 200 and then a reset the client cannot explain), and the log says so
+ * once per interval, not once per CONNECT. Real CA files, a real TLS origin, real clients.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { webcrypto } from 'node:crypto';
+import { chmodSync } from 'node:fs';
+import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
+import { createTestPki, openConnect, readToEnd, runCurl, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
+import { x509 } from '../../src/proxy/tls/x509-support.js';
+
+/** CA life from the proxy's start: long enough to start and sign once, short enough to wait out. */
+const CA_LIFE_MS = 3000;
+
+/** A P-256 CA valid from an hour ago to `notAfter`, written as PEM files. */
+async function writeShortLivedCa(notAfter: Date): Promise<{ certPath: string; keyPath: string; certPem: string }> {
+  const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: '01',
+    name: 'CN=short-lived test CA',
+    notBefore: new Date(Date.now() - 3_600_000),
+    notAfter,
+    keys,
+    signingAlgorithm: algorithm,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  const certPem = cert.toString('pem');
+  const certPath = writeTempFile('ca.pem', certPem);
+  const keyPath = writeTempFile('ca-key.pem', x509.PemConverter.encode(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey as webcrypto.CryptoKey), 'PRIVATE KEY'));
+  chmodSync(keyPath, 0o600);
+  return { certPath, keyPath, certPem };
+}
+
+describe('a proxy CA that expires while the proxy runs', () => {
+  let origin: TlsOrigin;
+  let proxy: Awaited<ReturnType<typeof startTestProxy>>;
+  let logs: LogCapture;
+  let ca: { certPath: string; keyPath: string; certPem: string };
+  let notAfterMs: number;
+
+  before(async () => {
+    const pki = await createTestPki();
+    origin = await startTlsOrigin(siteHandler({ robots: 'User-agent: *\nDisallow: /private/\n' }), { cert: pki.certPem, key: pki.keyPem });
+    // Whole seconds: X.509 times have no fraction.
+    notAfterMs = Math.ceil((Date.now() + CA_LIFE_MS) / 1000) * 1000;
+    ca = await writeShortLivedCa(new Date(notAfterMs));
+    logs = captureLogs();
+    proxy = await startTestProxy({ https: { caCert: ca.certPath, caKey: ca.keyPath }, upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } }, { logger: logs.logger });
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await origin?.close();
+  });
+
+  it('after its notAfter, a CONNECT gets 500 naming the expired CA, before any 200; one log line for many', async () => {
+    const caFile = writeTempFile('proxy-ca.pem', ca.certPem);
+    // Before: the CA signs and curl, trusting it, gets its page.
+    const early = await runCurl(['--proxy', proxy.proxyUrl, '--cacert', caFile, '-A', 'ExampleBot/1.0', `https://localhost:${origin.port}/page/early`]);
+    assert.equal(early.status, 200, early.stderr);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, notAfterMs - Date.now()) + 300));
+    for (let i = 0; i < 3; i++) {
+      const answer = await openConnect(proxy.proxyAddress.port, `127.0.0.1:${origin.port}`, { 'user-agent': 'ExampleBot/1.0' });
+      const body = await readToEnd(answer.socket, answer.head);
+      assert.equal(answer.status, 500, body);
+      assert.equal(answer.headers['x-robots-proxy-decision'], 'deny; reason=internal-error');
+      assert.ok(body.includes(ca.certPath), body);
+      assert.match(body, /expired/);
+    }
+    const curl = await runCurl(['--proxy', proxy.proxyUrl, '--cacert', caFile, '-A', 'ExampleBot/1.0', `https://localhost:${origin.port}/page/late`]);
+    assert.equal(curl.exitCode, 56, `curl: CONNECT answered with an error, not a TLS failure (${curl.stderr})`);
+    assert.ok(!origin.hits.includes('/page/late'));
+    const expired = logs.lines.filter((l) => l['event'] === 'tls-ca-expired');
+    assert.equal(expired.length, 1, JSON.stringify(logs.lines.filter((l) => l['level'] === 40)));
+    assert.equal(expired[0]?.['certPath'], ca.certPath);
+  });
+});
