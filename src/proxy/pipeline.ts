@@ -24,7 +24,7 @@ import type { LimitEvent } from '../audit/limit-events.js';
 import { awaitsContinue, upstreamRequestFields } from './headers.js';
 import { CLIENT_WRITE_TIMEOUT, isTimeoutCode, type RelayOutcome, type UpstreamForwarder } from './forwarder.js';
 import { CLIENT_BODY_TIMEOUT, watchRequestBody } from './body-watchdog.js';
-import { isCertificateError, renderProxyResponse } from './responses.js';
+import { certificateFaultWords, isCertificateError, renderProxyResponse } from './responses.js';
 import { InFlightList } from './in-flight-list.js';
 import { answerAsFinalRecipient, maxForwardsOf } from './max-forwards.js';
 import { ByteCounter, ProxiedExchange, recordPacing } from './proxied-exchange.js';
@@ -309,7 +309,7 @@ export class RequestPipeline {
     if (decision.reason === 'robots-unreachable' && isCertificateError(snapshot.info.error)) {
       decision.reason = 'upstream-error';
       decision.upstream = { error: snapshot.info.error };
-      decision.detail = `fetching ${origin}/robots.txt: the upstream TLS certificate is not trusted`;
+      decision.detail = `fetching ${origin}/robots.txt: the upstream TLS certificate ${certificateFaultWords(snapshot.info.error)}`;
     } else if (decision.reason === 'robots-unreachable' && isGuardRefusal(snapshot.info.error)) {
       // The robots.txt fetch (or one of its redirects) was refused by the target guard at connect time.
       decision.reason = 'target-private-network';

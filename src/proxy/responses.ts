@@ -165,6 +165,33 @@ export function isCertificateError(code: string | undefined): boolean {
 /** The words of Node's certificate verification codes (tls docs, "X509 certificate error codes"). */
 const CERTIFICATE_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_(?:VERIFY|GET_ISSUER|DECODE_ISSUER|DECRYPT)|ALTNAME|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE|PATH_LENGTH_EXCEEDED/;
 
+/**
+ * What a certificate verification code says is wrong: `validity` (expired, or not yet valid: the
+ * origin must renew it, or its clock or ours is wrong), `name` (it names other hosts than the one
+ * connected to), or `trust` (anything else: its issuer is not trusted, which `upstream.caFile` can
+ * cure). Only the last is a matter of the proxy's CAs. Pure.
+ */
+export function certificateFaultOf(code: string | undefined): 'validity' | 'name' | 'trust' {
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') return 'validity';
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID' || code === 'HOSTNAME_MISMATCH') return 'name';
+  return 'trust';
+}
+
+/** The words for an upstream certificate refused with `code` (see {@link certificateFaultOf}), after "the upstream TLS certificate". */
+export function certificateFaultWords(code: string | undefined): string {
+  const fault = certificateFaultOf(code);
+  return fault === 'validity' ? 'has expired or is not yet valid' : fault === 'name' ? 'does not name the host' : 'is not trusted';
+}
+
+/** The host of an origin `scheme://host[:port]`, for a sentence; the origin itself if it does not parse. */
+function hostOfOrigin(origin: string): string {
+  try {
+    return new URL(origin).hostname;
+  } catch {
+    return origin;
+  }
+}
+
 /** An `upstream-error` that comes from the robots.txt fetch (its certificate), so it holds until that is fetched again. */
 function isRefusedUntilRobotsRetry(d: Decision): boolean {
   return d.reason === 'upstream-error' && d.snapshot?.state === 'unreachable' && isCertificateError(d.snapshot.error);
@@ -312,6 +339,14 @@ function summary(d: Decision): string {
       return 'The proxy cannot reach the state its fleet shares, so it cannot keep the fleet within the site\'s rate; retry shortly.';
     case 'upstream-error':
       if (isCertificateError(d.upstream?.error)) {
+        // Only an untrusted issuer is cured by a CA file: an expired certificate or one for other names is the origin's to fix.
+        const fault = certificateFaultOf(d.upstream?.error);
+        if (fault === 'validity') {
+          return `The TLS certificate of ${d.origin} has expired or is not yet valid (${d.upstream?.error}): the origin must renew it (or a clock is wrong); the proxy does not accept it.`;
+        }
+        if (fault === 'name') {
+          return `The TLS certificate of ${d.origin} does not name ${hostOfOrigin(d.origin)} (${d.upstream?.error}): the origin serves a certificate for other names; the proxy does not accept it.`;
+        }
         return (
           `The TLS certificate of ${d.origin} is not trusted (${d.upstream?.error}). If this origin uses a private CA, ` +
           'the proxy operator can trust it with upstream.caFile (a PEM file of CA certificates, added to the system ones; read at start).'

@@ -87,8 +87,8 @@ export interface TestPki {
 
 const ECDSA = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
-/** Makes a fresh ECDSA P-256 test CA and a server certificate, valid from an hour ago for a day. */
-export async function createTestPki(): Promise<TestPki> {
+/** Makes a fresh ECDSA P-256 test CA and a server certificate, valid from an hour ago for a day (the server certificate until `leafNotAfter` when given). */
+export async function createTestPki(options: { leafNotAfter?: Date } = {}): Promise<TestPki> {
   const notBefore = new Date(Date.now() - 3_600_000);
   const notAfter = new Date(Date.now() + 86_400_000);
   const caKeys = await webcrypto.subtle.generateKey(ECDSA, true, ['sign', 'verify']);
@@ -110,8 +110,9 @@ export async function createTestPki(): Promise<TestPki> {
     serialNumber: '02',
     subject: 'CN=localhost',
     issuer: ca.subject,
-    notBefore,
-    notAfter,
+    // An expired server certificate when asked (the CA stays valid), e.g. from two hours ago to one.
+    notBefore: options.leafNotAfter !== undefined && options.leafNotAfter < notBefore ? new Date(options.leafNotAfter.getTime() - 3_600_000) : notBefore,
+    notAfter: options.leafNotAfter ?? notAfter,
     publicKey: leafKeys.publicKey,
     signingKey: caKeys.privateKey,
     signingAlgorithm: ECDSA,
