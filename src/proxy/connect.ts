@@ -1,7 +1,9 @@
 /**
  * CONNECT handling (`https.mode`). Every CONNECT is checked first, with what
  * can be known before any byte of the tunnel: the target parses as
- * `host:port` (else 400), it is not this proxy (400, forwarding loop), the
+ * `host:port` (else 400), it is not this proxy (400, forwarding loop), it
+ * declares no content (a transfer coding other than chunked: 501; `chunked` or a
+ * `Content-Length` over 0: 400), the
  * mode allows tunnels (`deny`: 403), and the host passes the private-network
  * guard (403). Only then:
  * - `intercept`: 500 while the proxy's CA has expired (nothing can be signed),
@@ -43,6 +45,19 @@ import { TunnelInterceptor } from './tunnel-intercept.js';
 import { LogThrottle } from '../audit/log-throttle.js';
 
 export { parseConnectTarget, type TunnelTarget } from './tunnel-target.js';
+
+/**
+ * The field by which a CONNECT declares content (`Transfer-Encoding: chunked`, `Content-Length: 5`,
+ * at most 40 characters of its value), or undefined when it declares none (no field, or a
+ * `Content-Length` of zeros). Pure.
+ */
+function contentFramingOf(req: Pick<IncomingMessage, 'headers'>): string | undefined {
+  const codings = req.headers['transfer-encoding'];
+  if (codings !== undefined) return `Transfer-Encoding: ${codings.slice(0, 40)}`;
+  const length = req.headers['content-length'];
+  if (length !== undefined && !/^0+$/.test(length)) return `Content-Length: ${length.slice(0, 40)}`;
+  return undefined;
+}
 
 /** Collaborators of {@link ConnectHandler}. */
 export interface ConnectDeps {
@@ -131,6 +146,14 @@ export class ConnectHandler {
     // tunnel, where a hop that framed them by the field would not expect them.
     const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
     if (codings !== undefined) return this.refuse(req, socket, transferCodingRefusal(new URL(`${origin}/`), codings), startedAtMs);
+    // Likewise any other framing of content (RFC 9110 §9.3.6: a CONNECT has none): `chunked`, or a
+    // length over 0. The bytes after the head are the tunnel's here, but a hop that framed them by
+    // the field would read them as a body. `Content-Length: 0`, which some clients send, declares none.
+    const framing = contentFramingOf(req);
+    if (framing !== undefined) {
+      const detail = `a CONNECT has no content (RFC 9110 §9.3.6), but this one declares ${framing}; send neither Transfer-Encoding nor a Content-Length over 0`;
+      return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin, detail }), startedAtMs);
+    }
     if (this.deps.mode === 'deny') return this.refuse(req, socket, decideWithoutRobots('tunnel-denied', { origin, detail: 'https.mode is deny' }), startedAtMs);
     if (this.deps.mode === 'tunnel') return this.tunnel(req, socket, head, target, startedAtMs, admitted.identity);
     const expiredCa = this.deps.issuer?.expiredCaDetail();

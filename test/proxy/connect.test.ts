@@ -9,6 +9,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import tls from 'node:tls';
+import net from 'node:net';
+import { once } from 'node:events';
 import { leafCounters, openConnect, readToEnd, waitFor } from '../helpers/https-support.js';
 
 describe('CONNECT checks before signing', () => {
@@ -50,6 +52,34 @@ describe('CONNECT checks before signing', () => {
       assert.deepEqual(await leafCounters(proxy.adminUrl), before, 'no signature, not even a cache lookup');
     });
   }
+
+  /** Sends a CONNECT head with `fields` and `after` in one write; resolves with all the proxy wrote back until it closed or 2 s passed. */
+  async function rawConnect(authority: string, fields: string, after: string): Promise<string> {
+    const socket = net.connect(proxy.proxyAddress.port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ExampleBot/1.0\r\n${fields}\r\n${after}`);
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    await Promise.race([once(socket, 'close'), new Promise((resolve) => setTimeout(resolve, 2000))]);
+    socket.destroy();
+    return text;
+  }
+
+  it('a CONNECT that declares content (Content-Length over 0, chunked) is 400 before its 200: a CONNECT has none, and the bytes would be read as the tunnel\'s', async () => {
+    const before = await leafCounters(proxy.adminUrl);
+    const text = await rawConnect('body.invalid:443', 'Content-Length: 5\r\n', 'hello');
+    assert.match(text, /^HTTP\/1\.1 400 /, text);
+    assert.match(text, /x-robots-proxy-decision: deny; reason=bad-request\r\n/i);
+    assert.match(text, /CONNECT has no content/);
+    assert.doesNotMatch(text, / 200 Connection Established/);
+    const chunked = await rawConnect('chunked.invalid:443', 'Transfer-Encoding: chunked\r\n', '5\r\nhello\r\n0\r\n\r\n');
+    assert.match(chunked, /^HTTP\/1\.1 400 /, chunked);
+    assert.match(chunked, /declares Transfer-Encoding: chunked/);
+    assert.deepEqual(await leafCounters(proxy.adminUrl), before, 'no signature');
+    // Content-Length: 0 declares none, as some clients send it: the tunnel opens.
+    const empty = await rawConnect('empty.invalid:443', 'Content-Length: 0\r\n', '');
+    assert.match(empty, /^HTTP\/1\.1 200 Connection Established\r\n/, empty);
+  });
 
   it('a tunnel that passed the checks signs once the client starts TLS (the counter is live)', async () => {
     const before = await leafCounters(proxy.adminUrl);
