@@ -12,7 +12,8 @@
  *   signed for the host (or plain HTTP, as the client's first bytes say):
  *   tunnel-intercept.ts;
  * - `tunnel`: decide on the origin's `/` for the agent (`http://host` for
- *   port 80, else `https://host:port`: relayedTunnelScheme), pace the CONNECT per
+ *   port 80, else `https://host:port`, or `http://host:port` when that port
+ *   answers TLS with plain HTTP: relayedTunnelScheme), pace the CONNECT per
  *   origin, then relay bytes (paths are not checked) until either side closes
  *   or the tunnel is idle for `https.idleTimeout`.
  */
@@ -57,6 +58,16 @@ function contentFramingOf(req: Pick<IncomingMessage, 'headers'>): string | undef
   const length = req.headers['content-length'];
   if (length !== undefined && !/^0+$/.test(length)) return `Content-Length: ${length.slice(0, 40)}`;
   return undefined;
+}
+
+/**
+ * True when a decision on a relayed tunnel's https origin failed because that port speaks plain
+ * HTTP: its robots.txt fetch got an HTTP answer to the TLS ClientHello, which OpenSSL reports as
+ * `ERR_SSL_WRONG_VERSION_NUMBER` (`HT` read as a record version). A port that resets or closes
+ * instead cannot be told apart from an https origin that is down, and keeps its 503. Pure.
+ */
+function speaksPlainHttp(decision: Decision): boolean {
+  return decision.reason === 'robots-unreachable' && decision.snapshot?.error === 'ERR_SSL_WRONG_VERSION_NUMBER';
 }
 
 /** Collaborators of {@link ConnectHandler}. */
@@ -195,8 +206,14 @@ export class ConnectHandler {
 
   /** `tunnel` mode: decide on `/`, pace the CONNECT, then relay bytes until a side closes or the tunnel idles. */
   private async tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget, startedAtMs: number, identity: Identity | null): Promise<void> {
-    const origin = tunnelOrigin(target, relayedTunnelScheme(target));
-    const { decision: decided, policyRequest } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity, 'CONNECT');
+    let origin = tunnelOrigin(target, relayedTunnelScheme(target));
+    let { decision: decided, policyRequest } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity, 'CONNECT');
+    if (speaksPlainHttp(decided)) {
+      // The port answered a ClientHello with plain HTTP: what goes through this tunnel is http, so the
+      // http origin's robots.txt is the one that applies (a client tunnelling http://host:8080 URLs).
+      origin = tunnelOrigin(target, 'http');
+      ({ decision: decided, policyRequest } = await this.deps.pipeline.decideFor(new URL(`${origin}/`), req.headers['user-agent'], identity, 'CONNECT'));
+    }
     const decision: Decision = { ...decided, detail: 'tunnel mode: only the origin\'s "/" was checked; paths inside the tunnel are not' };
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return this.refuse(req, socket, decision, startedAtMs);
     const abort = new CancelSignal();

@@ -7,6 +7,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { createTestPki, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
 
@@ -105,6 +107,35 @@ describe('HTTPS tunnel and deny modes', () => {
       assert.deepEqual(hits, ['/robots.txt', '/page/plain'], 'robots.txt over plain HTTP, then the page through the tunnel');
       const line = tunnelLogs.lines.filter((l) => l['via'] === 'connect' && l['url'] === '127.28.0.80:80').at(-1);
       assert.equal((line?.['decision'] as Record<string, unknown> | undefined)?.['origin'], 'http://127.28.0.80');
+    } finally {
+      plain.closeAllConnections();
+      plain.close();
+    }
+  });
+
+  it('tunnel: a CONNECT to a port that speaks plain HTTP (not 80) is decided on that http origin\'s robots.txt, not refused 503', async () => {
+    const hits: string[] = [];
+    const plain = http.createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(req.url === '/robots.txt' ? 'User-agent: ExampleBot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n' : `page ${req.url}\n`);
+    });
+    plain.listen(0, '127.0.0.1');
+    await once(plain, 'listening');
+    const port = (plain.address() as AddressInfo).port;
+    try {
+      // The http origin's rules apply: ExampleBot is refused "/", another agent gets its tunnel.
+      const refused = await openConnect(tunnelProxy.proxyAddress.port, `127.0.0.1:${port}`, { 'user-agent': BOT_UA });
+      assert.equal(refused.status, 403, refused.head.toString());
+      assert.equal(refused.headers['x-robots-proxy-decision'], 'deny; reason=rule-disallow');
+      assert.match(await readToEnd(refused.socket, refused.head), new RegExp(`robots\\.txt: +http://127\\.0\\.0\\.1:${port}/robots\\.txt`));
+      const answer = await openConnect(tunnelProxy.proxyAddress.port, `127.0.0.1:${port}`, { 'user-agent': 'OtherBot/1.0' });
+      assert.equal(answer.status, 200, answer.head.toString());
+      answer.socket.write(`GET /page/plain HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+      assert.match(await readToEnd(answer.socket, answer.head), /^HTTP\/1\.1 200 [^]*page \/page\/plain\n/);
+      assert.equal(hits.filter((h) => h === '/robots.txt').length, 1, 'the http robots.txt once, cached for the second CONNECT');
+      const line = tunnelLogs.lines.filter((l) => l['via'] === 'connect' && l['url'] === `127.0.0.1:${port}` && l['status'] === 200).at(-1);
+      assert.equal((line?.['decision'] as Record<string, unknown> | undefined)?.['origin'], `http://127.0.0.1:${port}`);
     } finally {
       plain.closeAllConnections();
       plain.close();
