@@ -6,6 +6,7 @@
  */
 import { redactUserInfo } from '../audit/redact.js';
 import { parseProxyTarget } from './proxy-target.js';
+import { hostKeyOf, originOf } from './target-origin.js';
 import type { TargetUrl } from './canonical-target.js';
 
 /** The target of a CONNECT request (RFC 9112 §3.2.3), normalised. */
@@ -91,6 +92,9 @@ export function isTunnelRefusal(bound: TargetUrl | TunnelRefusal): bound is Tunn
  *   (default port of `scheme` filled in, trailing dot ignored);
  * - absolute-form must be on the tunnel's origin, scheme included; its
  *   authority replaces `Host` (RFC 9112 §3.2.2);
+ * - both compare hosts as the proxy keys them ({@link hostKeyOf}): an IPv4-mapped
+ *   IPv6 host is its IPv4 address, so `Host: 127.0.0.1:P` in a tunnel to
+ *   `[::ffff:127.0.0.1]:P` (and the other way round) is the same origin, not 421;
  * - anything else (authority-form, `*`, unparsable) is a bad request.
  * Never throws.
  * @returns the URL's parts (a `URL`, or canonical-target.ts's reading), or the refusal (400 for what
@@ -108,7 +112,7 @@ export function resolveTunnelRequest(
     if (hostHeader !== undefined) {
       const host = parseHostHeader(hostHeader, scheme);
       if (host === undefined) return { reason: 'bad-request', detail: `the Host header "${hostHeader.slice(0, 200)}" is not a valid host[:port]` };
-      if (host !== target.authority) return { reason: 'misdirected', detail: `Host "${hostHeader.slice(0, 200)}" is not the tunnel's target ${target.authority}` };
+      if (hostKeyOf(host) !== hostKeyOf(target.authority)) return { reason: 'misdirected', detail: `Host "${hostHeader.slice(0, 200)}" is not the tunnel's target ${target.authority}` };
     }
     try {
       // `origin + raw`, not `new URL(raw, origin)`: a path such as `//x/y` is a path here, not a host.
@@ -119,8 +123,14 @@ export function resolveTunnelRequest(
   }
   const url = parseProxyTarget(raw);
   if (typeof url === 'string') return { reason: 'bad-request', detail: url };
-  if (url.origin !== origin) return { reason: 'misdirected', detail: `request target ${raw.slice(0, 200)} is not on the tunnel's origin ${origin}` };
+  if (originOf(url) !== keyedOrigin(target, scheme)) return { reason: 'misdirected', detail: `request target ${raw.slice(0, 200)} is not on the tunnel's origin ${origin}` };
   return url;
+}
+
+/** {@link tunnelOrigin} with its host as {@link hostKeyOf} keys it, as {@link originOf} writes a URL's origin. */
+function keyedOrigin(target: TunnelTarget, scheme: TunnelScheme): string {
+  const host = hostKeyOf(target.hostname);
+  return target.port === (scheme === 'https' ? 443 : 80) ? `${scheme}://${host}` : `${scheme}://${host}:${target.port}`;
 }
 
 /**

@@ -89,6 +89,30 @@ describe('an IPv4-mapped IPv6 host is the origin of its IPv4 address: one robots
     assert.equal(origin.robotsHits(), robotsBefore, 'the snapshot fetched for the plain requests serves every tunnel');
     assertStartSpacing(sentUnder('/tunnel/'), seenUnder('/tunnel/'), DELAY_MS);
   });
+
+  it('CONNECT: inside a tunnel to one spelling, a Host (or absolute-form URL) in another spelling of the origin is served, not 421', async () => {
+    const pairs: Array<[string, string]> = [
+      ['[::ffff:127.0.0.1]', 'Host: 127.0.0.1'],
+      ['127.0.0.1', 'Host: [::ffff:7f00:1]'],
+      ['[::ffff:7f00:1]', 'absolute: 127.0.0.1'],
+      ['127.0.0.1', 'absolute: [::ffff:127.0.0.1]'],
+    ];
+    const answers = await Promise.all(
+      pairs.map(async ([connectHost, spelt], i) => {
+        const tunnel = await openConnect(proxy.proxyAddress.port, `${connectHost}:${origin.port}`);
+        assert.equal(tunnel.status, 200, `CONNECT ${connectHost}`);
+        const [form, host] = spelt.split(': ') as [string, string];
+        const requestTarget = form === 'Host' ? `/cross/${i}` : `http://${host}:${origin.port}/cross/${i}`;
+        tunnel.socket.write(`GET ${requestTarget} HTTP/1.1\r\nHost: ${host}:${origin.port}\r\nUser-Agent: ${UA}\r\nConnection: close\r\n\r\n`);
+        return readToEnd(tunnel.socket, tunnel.head);
+      }),
+    );
+    answers.forEach((text, i) => assert.match(text, /^HTTP\/1\.1 200 /, `${pairs[i]!.join(' / ')}: ${text.slice(0, 200)}`));
+    // Another address is still another origin.
+    const other = await openConnect(proxy.proxyAddress.port, `[::ffff:127.0.0.1]:${origin.port}`);
+    other.socket.write(`GET /cross/other HTTP/1.1\r\nHost: 127.0.0.2:${origin.port}\r\nUser-Agent: ${UA}\r\nConnection: close\r\n\r\n`);
+    assert.match(await readToEnd(other.socket, other.head), /^HTTP\/1\.1 421 /);
+  });
 });
 
 describe('an IPv4-mapped IPv6 CONNECT target, intercepted over TLS, is the https origin of its IPv4 address', () => {

@@ -61,6 +61,22 @@ describe('resolveTunnelRequest', () => {
     });
   });
 
+  it('an IPv4-mapped IPv6 host and its IPv4 address are one origin, in Host and in absolute-form, either way round (hostKeyOf)', () => {
+    const mapped = target('[::ffff:127.0.0.1]:8443');
+    const v4 = target('127.0.0.1:8443');
+    for (const host of ['127.0.0.1:8443', '127.1:8443', '[::ffff:7f00:1]:8443', '[::ffff:127.0.0.1]:8443']) {
+      assert.ok(!isTunnelRefusal(resolveTunnelRequest(mapped, 'https', '/x', host)), `Host ${host} in a tunnel to [::ffff:127.0.0.1]:8443`);
+      assert.ok(!isTunnelRefusal(resolveTunnelRequest(v4, 'https', '/x', host)), `Host ${host} in a tunnel to 127.0.0.1:8443`);
+      assert.ok(!isTunnelRefusal(resolveTunnelRequest(mapped, 'http', `http://${host}/x`, undefined)), `http://${host}/x in a tunnel to [::ffff:127.0.0.1]:8443`);
+      assert.ok(!isTunnelRefusal(resolveTunnelRequest(v4, 'http', `http://${host}/x`, undefined)), `http://${host}/x in a tunnel to 127.0.0.1:8443`);
+    }
+    // Another address, another port, or an embedded IPv4 that is not IPv4-mapped stays another origin.
+    for (const host of ['127.0.0.2:8443', '[::ffff:127.0.0.2]:8443', '127.0.0.1:8444', '[::127.0.0.1]:8443', '[64:ff9b::127.0.0.1]:8443']) {
+      assert.equal((resolveTunnelRequest(mapped, 'https', '/x', host) as { reason: string }).reason, 'misdirected', host);
+      assert.equal((resolveTunnelRequest(v4, 'https', `https://${host}/x`, undefined) as { reason: string }).reason, 'misdirected', host);
+    }
+  });
+
   it('a Host for another host or port is misdirected (421); an unparsable Host is a bad request (400)', () => {
     assert.equal((resolveTunnelRequest(t, 'https', '/x', 'other.example:8443') as { reason: string }).reason, 'misdirected');
     assert.equal((resolveTunnelRequest(t, 'https', '/x', 'localhost:8444') as { reason: string }).reason, 'misdirected');
