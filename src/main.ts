@@ -33,7 +33,7 @@ import { UpgradeRelay } from './proxy/upgrade.js';
 import { ProxyServer } from './proxy/proxy-server.js';
 import { ConnectionGuard } from './proxy/connection-guard.js';
 import { readOpenFileLimit, resolveConnectionLimits } from './proxy/connection-limits.js';
-import { loadOrCreateCa, type CaMaterial } from './proxy/tls/certificate-authority.js';
+import { loadOrCreateCa, warnIfCaExpiring, type CaMaterial } from './proxy/tls/certificate-authority.js';
 import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
 import { CertificateError, ConfigError, UnknownIdentityError } from './errors.js';
 import { AccessControl, prepareAccess, type PreparedAccess } from './access/access-control.js';
@@ -455,6 +455,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     warnAboutUnknownIdentities(unknownIdentityWarnings(next, prepared.credentials), logger);
     pipeline.setConfig(next);
     warnIfHostsDeprecated(next, logger);
+    // The CA is kept until a restart: a reload reminds the operator of its expiry.
+    if (ca) warnIfCaExpiring(ca, clock.nowMs(), logger);
     pacer.reconfigure(pacingOptionsOf(next));
     robotsCache.setErrorRetry(next.robots.errorRetryMs, next.robots.errorRetryMaxMs);
     forwarder.setTimeouts({

@@ -86,3 +86,44 @@ describe('a proxy CA that expires while the proxy runs', () => {
     assert.equal(expired[0]?.['certPath'], ca.certPath);
   });
 });
+
+describe('a proxy CA that expires within 30 days is warned about at start and at each reload (tls-ca-expiring)', () => {
+  const DAY_MS = 86_400_000;
+  const expiringIn = async (days: number): Promise<{ ca: { certPath: string; keyPath: string }; notAfterMs: number; proxy: Awaited<ReturnType<typeof startTestProxy>>; logs: LogCapture }> => {
+    const notAfterMs = Math.ceil((Date.now() + days * DAY_MS) / 1000) * 1000;
+    const ca = await writeShortLivedCa(new Date(notAfterMs));
+    const logs = captureLogs();
+    const proxy = await startTestProxy({ https: { caCert: ca.certPath, caKey: ca.keyPath }, log: { level: 'info' } }, { logger: logs.logger });
+    return { ca, notAfterMs, proxy, logs };
+  };
+  const warnings = (logs: LogCapture): Array<Record<string, unknown>> => logs.lines.filter((l) => l['event'] === 'tls-ca-expiring');
+
+  it('a CA with 9.5 days left: one warn line at start naming the file, its notAfter and the days left; one more at a reload', async () => {
+    const { ca, notAfterMs, proxy, logs } = await expiringIn(9.5);
+    try {
+      const atStart = warnings(logs);
+      assert.equal(atStart.length, 1, JSON.stringify(logs.lines.filter((l) => l['level'] === 40)));
+      const line = atStart[0]!;
+      assert.equal(line['level'], 40);
+      assert.equal(line['certPath'], ca.certPath);
+      assert.equal(line['notAfter'], new Date(notAfterMs).toISOString());
+      assert.equal(line['daysLeft'], 9, 'whole days left, rounded down');
+      assert.ok(String(line['msg']).includes(ca.certPath) && String(line['msg']).includes(new Date(notAfterMs).toISOString()), String(line['msg']));
+      proxy.reload(proxy.currentConfig());
+      assert.equal(warnings(logs).length, 2, 'a reload warns again: the CA in use is kept until a restart');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a CA with 40 days left: no warning, at start or at a reload', async () => {
+    const { proxy, logs } = await expiringIn(40);
+    try {
+      proxy.reload(proxy.currentConfig());
+      assert.deepEqual(warnings(logs), []);
+      assert.equal(logs.lines.filter((l) => l['event'] === 'tls-ca-ready').length, 1, 'the CA was loaded (the check ran)');
+    } finally {
+      await proxy.close();
+    }
+  });
+});

@@ -115,7 +115,31 @@ export async function loadOrCreateCa(options: LoadOrCreateCaOptions): Promise<Ca
     { event: 'tls-ca-ready', certPath: ca.certPath, source: ca.source, subject: ca.subject, sha256Fingerprint: ca.sha256Fingerprint, notAfter: new Date(ca.notAfterMs).toISOString() },
     `TLS interception CA ${ca.created ? 'generated' : 'loaded'}; clients must trust ${ca.certPath} (curl --cacert, NODE_EXTRA_CA_CERTS, or the system trust store)`,
   );
+  if (logger) warnIfCaExpiring(ca, nowMs, logger);
   return ca;
+}
+
+/** How long before its `notAfter` a CA is warned about (`tls-ca-expiring`): 30 days. */
+export const CA_EXPIRY_WARNING_MS = 30 * DAY_MS;
+
+/**
+ * Logs one `tls-ca-expiring` warning (with the certificate file, its `notAfter` as ISO 8601 and
+ * the whole days left) when `ca` expires within {@link CA_EXPIRY_WARNING_MS} of `nowMs` (ms since
+ * the Unix epoch), and nothing otherwise: once the CA has expired no leaf can be signed, so the
+ * operator is told while there is time to replace it and have clients trust the new one. Called
+ * at start ({@link loadOrCreateCa}) and at each reload (the CA itself needs a restart to change).
+ * @returns true when it warned.
+ */
+export function warnIfCaExpiring(ca: Pick<CaMaterial, 'certPath' | 'notAfterMs'>, nowMs: number, logger: CaLogger): boolean {
+  const leftMs = ca.notAfterMs - nowMs;
+  if (leftMs > CA_EXPIRY_WARNING_MS) return false;
+  const notAfter = new Date(ca.notAfterMs).toISOString();
+  const daysLeft = Math.max(0, Math.floor(leftMs / DAY_MS));
+  logger.warn(
+    { event: 'tls-ca-expiring', certPath: ca.certPath, notAfter, daysLeft },
+    `TLS interception CA ${ca.certPath} expires ${notAfter} (${daysLeft} day${daysLeft === 1 ? '' : 's'} left): after that every CONNECT to intercept is refused 500; replace it (clients must then trust the new one)`,
+  );
+  return true;
 }
 
 async function loadOrCreateInStateDir(stateDir: string, nowMs: number, logger: CaLogger | undefined): Promise<CaMaterial> {
