@@ -403,6 +403,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
       return { size: stats.entries, bytes: stats.bytes + stats.reservedBytes, evictions: stats.evictions };
     },
     ...(issuer ? { tls: () => issuer.getStats() } : {}),
+    ...(ca ? { tlsCaNotAfterMs: ca.notAfterMs } : {}),
   }, { tokenLabels: config.metrics.tokenLabels, identityLabels: config.metrics.identityLabels, busiestOrigins: config.metrics.busiestOrigins });
   limitReporter = new LimitReporter({ logger, metrics, clock });
   let drain: Drain | undefined;

@@ -46,6 +46,8 @@ export const METRIC_NAME = {
   tlsLeavesIssued: `${METRIC_PREFIX}tls_leaf_certificates_issued_total`,
   /** Counter: leaf certificate lookups answered from the cache since start. */
   tlsLeafCacheHits: `${METRIC_PREFIX}tls_leaf_certificate_cache_hits_total`,
+  /** Gauge: the interception CA's `notAfter`, seconds since the Unix epoch (only with `https.mode: intercept`). */
+  tlsCaNotAfter: `${METRIC_PREFIX}tls_ca_not_after_seconds`,
   /** Gauge: client connections open on the proxy listener (CONNECT tunnels included). */
   clientConnectionsOpen: `${METRIC_PREFIX}client_connections_open`,
   /** Counter {limit}: client connections refused over `clients.maxConnections` or `maxConnectionsPerClient`. */
@@ -162,6 +164,8 @@ export interface MetricsStatsSources {
   robotsCache?: () => { size: number; bytes: number; evictions: number };
   /** Leaf certificate counters since start (monotonic). */
   tls?: () => { issued: number; cacheHits: number };
+  /** The interception CA's `notAfter`, ms since the Unix epoch (fixed for the process: the CA changes only at a restart). */
+  tlsCaNotAfterMs?: number;
   /** Client connections open on the proxy listener. */
   connections?: () => { open: number };
   /** Pacing figures per origin with state (the gauges show the busiest `busiestOrigins`). */
@@ -497,6 +501,13 @@ function registerStatsMetrics(sources: MetricsStatsSources, registers: Registry[
         this.set(pacing().inFlight);
       },
     });
+  }
+  if (sources.tlsCaNotAfterMs !== undefined) {
+    new Gauge({
+      name: METRIC_NAME.tlsCaNotAfter,
+      help: 'The interception CA\'s notAfter, seconds since the Unix epoch: alert on it minus time() (after it every CONNECT to intercept is refused 500).',
+      registers,
+    }).set(sources.tlsCaNotAfterMs / 1000);
   }
   if (tls) {
     // Counters mirrored from the issuer's own monotonic counts: reset, then add the current total.

@@ -109,6 +109,8 @@ describe('a proxy CA that expires within 30 days is warned about at start and at
       assert.equal(line['notAfter'], new Date(notAfterMs).toISOString());
       assert.equal(line['daysLeft'], 9, 'whole days left, rounded down');
       assert.ok(String(line['msg']).includes(ca.certPath) && String(line['msg']).includes(new Date(notAfterMs).toISOString()), String(line['msg']));
+      const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+      assert.match(metrics, new RegExp(`^robots_proxy_tls_ca_not_after_seconds ${notAfterMs / 1000}$`, 'm'), 'the CA\'s notAfter on /metrics, seconds since the epoch');
       proxy.reload(proxy.currentConfig());
       assert.equal(warnings(logs).length, 2, 'a reload warns again: the CA in use is kept until a restart');
     } finally {
