@@ -28,21 +28,30 @@ const SIZE_UNITS_BYTES: Readonly<Record<string, number>> = {
   GiB: 1_073_741_824,
 };
 
-/** One `<number><unit>` part of a duration: the number may have a fraction; one optional space. */
-const DURATION_PART = /(\d+(?:\.\d+)?) ?(ms|s|m|h|d)/y;
+/**
+ * One `<number><unit>` part of a duration: the number may have a fraction; one optional space
+ * before the unit, and one before the part when it is not the first (`1m 30s`).
+ */
+const DURATION_PART = /( ?)(\d+(?:\.\d+)?) ?(ms|s|m|h|d)(?![a-z])/y;
+
+/** The rank of each duration unit, largest first: the parts of a compound go down this list, each unit once. */
+const DURATION_UNIT_RANK: Readonly<Record<string, number>> = { d: 0, h: 1, m: 2, s: 3, ms: 4 };
 const SIZE = /^(\d+(?:\.\d+)?) ?(B|kB|KB|MB|GB|KiB|MiB|GiB)?$/;
 
 /** The outcome of parsing a duration or size: a value, or why it was refused. */
 export type UnitParse = { ok: true; value: number } | { ok: false; reason: string };
 
-const DURATION_HINT = 'expected a number with a unit ms, s, m, h or d, e.g. "500ms", "10s", "1.5s", "1m30s", "24h", "7d"';
+const DURATION_HINT =
+  'expected a number with a unit ms, s, m, h or d (e.g. "500ms", "10s", "1.5s", "24h", "7d"), or such parts from the largest unit to the smallest, each unit once (e.g. "1m30s", "1h 30m"); one space may stand before a unit or between parts';
 const SIZE_HINT = 'expected bytes or a number with a unit B, KiB, MiB, GiB, kB, MB or GB, e.g. "512B", "500KiB", "1MiB"';
 
 /**
  * Parses a duration into milliseconds.
  *
  * Accepts a string of one or more `<number><unit>` parts (`ms`, `s`, `m`, `h`, `d` (24 h);
- * fractions allowed, e.g. `1.5s`; compounds such as `1h30m` add up), or the
+ * fractions allowed, e.g. `1.5s`; compounds such as `1h30m` add up, their parts from the
+ * largest unit to the smallest, each unit once: `30s1m` and `1s1s` are refused; one space may
+ * stand before a unit, `10 s`, and between parts, `1m 30s`), or the
  * number `0`. Any other bare number is refused: `10` could mean seconds or
  * milliseconds, so a unit is required. Negative values are refused.
  * Never throws.
@@ -62,11 +71,21 @@ export function parseDuration(input: unknown): UnitParse {
   if (text === '0') return { ok: true, value: 0 };
   if (text === '') return { ok: false, reason: `${DURATION_HINT}, got an empty string` };
   let totalMs = 0;
+  let previous: RegExpExecArray | undefined;
   DURATION_PART.lastIndex = 0;
   while (DURATION_PART.lastIndex < text.length) {
     const match = DURATION_PART.exec(text);
-    if (match === null) return { ok: false, reason: `invalid duration ${JSON.stringify(input)}: ${DURATION_HINT}` };
-    totalMs += Number(match[1]) * (DURATION_UNITS_MS[match[2] ?? ''] ?? Number.NaN);
+    // A space before the first part was trimmed; one before the unit only, not before the number, of the first part.
+    if (match === null || (previous === undefined && match[1] !== '')) return { ok: false, reason: `invalid duration ${JSON.stringify(input)}: ${DURATION_HINT}` };
+    const unit = match[3] ?? '';
+    if (previous !== undefined && (DURATION_UNIT_RANK[unit] ?? 0) <= (DURATION_UNIT_RANK[previous[3] ?? ''] ?? 0)) {
+      return {
+        ok: false,
+        reason: `invalid duration ${JSON.stringify(input)}: "${previous[0].trim()}" then "${match[0].trim()}": the parts go from the largest unit to the smallest, each unit once (e.g. "1m30s", not "30s1m")`,
+      };
+    }
+    totalMs += Number(match[2]) * (DURATION_UNITS_MS[unit] ?? Number.NaN);
+    previous = match;
   }
   return toWhole(totalMs, input, 'milliseconds');
 }

@@ -23,6 +23,11 @@ describe('parseDuration', () => {
     ['1.1h', 3_960_000],
     ['7d', 604_800_000],
     ['1d12h', 129_600_000],
+    // One space before a unit, and between parts (as sizes take `500 KiB`).
+    ['1m 30s', 90_000],
+    ['1 s', 1_000],
+    ['1 m 30 s', 90_000],
+    ['1h 30m 15s', 5_415_000],
   ];
   for (const [input, ms] of accepted) {
     it(`reads ${JSON.stringify(input)} as ${ms} ms`, () => {
@@ -47,6 +52,8 @@ describe('parseDuration', () => {
     '',
     '   ',
     '10s 5m',
+    '1m  30s', // one space, not two
+    '1m\t30s',
     null,
     undefined,
     true,
@@ -61,6 +68,25 @@ describe('parseDuration', () => {
       assert.equal(result.ok, false);
     });
   }
+});
+
+describe('parseDuration: one grammar, and refusals that say it', () => {
+  it('refuses parts out of order or a unit twice, naming the two parts and the rule', () => {
+    for (const [input, first, second] of [['30s1m', '30s', '1m'], ['1s1s', '1s', '1s'], ['500ms2s', '500ms', '2s'], ['12h1d', '12h', '1d']] as const) {
+      const result = parseDuration(input);
+      assert.equal(result.ok, false, input);
+      const reason = (result as { reason: string }).reason;
+      assert.ok(reason.includes(`"${first}" then "${second}"`), reason);
+      assert.match(reason, /from the largest unit to the smallest, each unit once/);
+    }
+  });
+
+  it('a refusal says which forms are accepted: units, compounds, spaces', () => {
+    for (const input of ['10 sec', '1m  30s', '1m30']) {
+      const reason = (parseDuration(input) as { reason: string }).reason;
+      for (const part of ['ms, s, m, h or d', '"1m30s"', '"1h 30m"', 'one space may stand before a unit or between parts']) assert.ok(reason.includes(part), `${input}: ${reason}`);
+    }
+  });
 });
 
 describe('parseSize', () => {
