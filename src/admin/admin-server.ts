@@ -125,6 +125,24 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const MAX_HEADER_BYTES = 16 * 1024;
 /** The query parameters `/explain` reads; any other is a 400 `unknown-parameter`. */
 const EXPLAIN_PARAMETERS: ReadonlySet<string> = new Set(['url', 'ua', 'identity']);
+/** The query parameters `/robots` reads; any other is a 400 `unknown-parameter`, as for `/explain`. */
+const ROBOTS_PARAMETERS: ReadonlySet<string> = new Set(['origin']);
+
+/**
+ * Answers 400 `unknown-parameter` naming the first parameter of `params` not in `accepted`, and
+ * `takes` (what the route reads, in words); a misspelt parameter (`orgin=`, `agent=`) would
+ * otherwise be ignored and the answer be for something else than asked.
+ * @returns true when it answered (the caller stops), false when every parameter is accepted.
+ */
+function refuseUnknownParameter(params: URLSearchParams, accepted: ReadonlySet<string>, takes: string, res: ServerResponse): boolean {
+  for (const name of params.keys()) {
+    if (!accepted.has(name)) {
+      sendError(res, 400, 'unknown-parameter', `unknown parameter ${JSON.stringify(name.slice(0, 64))}: ${takes}`);
+      return true;
+    }
+  }
+  return false;
+}
 /** Base for parsing origin-form targets; never contacted. */
 const PLACEHOLDER_BASE = 'http://admin.invalid';
 
@@ -143,7 +161,7 @@ const PLACEHOLDER_BASE = 'http://admin.invalid';
  *   the body carries `robotsWarnings`, the parse warnings of the robots.txt used;
  * - `GET /robots?origin=<http(s) URL>`: 200 with the {@link RobotsView} of the
  *   origin's cached robots snapshot (any path of the URL is ignored); 400
- *   `missing-origin` / `bad-origin`; 404 `not-cached` when robots.txt has not
+ *   `missing-origin` / `bad-origin`; 400 `unknown-parameter` for any other parameter; 404 `not-cached` when robots.txt has not
  *   been fetched for it (it never fetches: `/explain` does);
  * - `GET /ca.pem`: 200 `application/x-pem-file`, or 404 when there is no CA;
  * - `GET /report`, `/report/data/<table>.json|csv`, `/report/robots-diff.json`: the
@@ -343,12 +361,7 @@ export class AdminServer {
       sendError(res, 404, 'explain-unavailable', 'explain is not configured');
       return;
     }
-    for (const name of params.keys()) {
-      if (!EXPLAIN_PARAMETERS.has(name)) {
-        sendError(res, 400, 'unknown-parameter', `unknown parameter ${JSON.stringify(name.slice(0, 64))}: /explain takes url=, ua= (the User-Agent) and identity=`);
-        return;
-      }
-    }
+    if (refuseUnknownParameter(params, EXPLAIN_PARAMETERS, '/explain takes url=, ua= (the User-Agent) and identity=', res)) return;
     const target = requireHttpUrl(params, 'url', res, ['missing-url', 'give the absolute URL to explain as ?url='], 'bad-url');
     if (target === undefined) return;
     let decision: ExplainAnswer | 'timeout';
@@ -380,6 +393,7 @@ export class AdminServer {
       sendError(res, 404, 'robots-unavailable', 'the robots snapshot view is not configured');
       return;
     }
+    if (refuseUnknownParameter(params, ROBOTS_PARAMETERS, '/robots takes origin= only', res)) return;
     const origin = requireHttpUrl(params, 'origin', res, ['missing-origin', 'give the origin as ?origin=, e.g. ?origin=https://example.com'], 'bad-origin');
     if (origin === undefined) return;
     // Keyed as the proxy keys it (an IPv4-mapped host is its IPv4 address: target-origin.ts).

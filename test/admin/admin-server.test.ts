@@ -212,6 +212,21 @@ describe('AdminServer GET /robots?origin=', () => {
     assert.deepEqual(body['snapshot'], JSON.parse(JSON.stringify(info)));
   });
 
+  it('answers 400 unknown-parameter for a parameter it does not read, as /explain does, naming it and origin=, without asking the cache', async () => {
+    const calls = asked.length;
+    for (const [query, name] of [
+      [`?origin=${encodeURIComponent('https://example.test')}&ua=GPTBot`, 'ua'],
+      [`?orgin=${encodeURIComponent('https://example.test')}`, 'orgin'],
+    ] as const) {
+      const reply = await send(port, `/robots${query}`);
+      assert.equal(reply.status, 400, query);
+      const body = json(reply);
+      assert.equal(body.error, 'unknown-parameter', query);
+      assert.equal(body.message, `unknown parameter "${name}": /robots takes origin= only`);
+    }
+    assert.equal(asked.length, calls, 'a refused request never reaches the cache');
+  });
+
   it('keys an IPv4-mapped IPv6 origin as the proxy does: by its IPv4 address', async () => {
     const reply = await send(port, `/robots?origin=${encodeURIComponent('http://[::ffff:127.0.0.1]:8080/x')}`);
     assert.equal(asked.at(-1), 'http://127.0.0.1:8080');
