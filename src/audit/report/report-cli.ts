@@ -22,7 +22,7 @@ export const REPORT_USAGE = `robots-proxy report [--config FILE | --ledger FILE 
   from --ledger, or, with --from-logs, from JSON access-log files (the proxy's
   stdout; "-" reads standard input), e.g. gathered from several instances.
   --since: 1h, 24h, 7d, 30d or any duration (default 24h), ending now;
-  --from/--to: ISO-8601 times or ms since the epoch.`;
+  --from/--to: ISO-8601 times or ms since the epoch (13 digits; not seconds).`;
 
 /** What the command needs from outside (the config loader and the log rebuilder are passed in). */
 export interface ReportCommandDeps {

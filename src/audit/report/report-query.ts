@@ -41,11 +41,32 @@ export interface ReportQuery {
 /** The outcome of reading a query: the query, or why it is refused (a 400). */
 export type ReportQueryParse = { ok: true; query: ReportQuery } | { ok: false; message: string };
 
-/** A time as ms since the epoch (digits) or ISO-8601; undefined when it is neither. */
-function parseTime(text: string): number | undefined {
-  if (/^\d{1,15}$/.test(text)) return Number(text);
+/**
+ * Digits below this (ms since the epoch: 1973-03-03T09:46:40Z) are refused as a time: what is
+ * written so is seconds since the epoch (`1733200000`, ten digits, is 2024-12-03 in seconds and
+ * 1970-01-21 in ms), and read as ms it gave a range of 56 years ("longer than 3650 days") or,
+ * with `to` in seconds too, an empty report of 1970 without a word.
+ */
+const MIN_EPOCH_MS = 100_000_000_000;
+
+/** Which forms `from` and `to` take, for every refusal of one. */
+const TIME_FORMS = 'ISO-8601 (e.g. 2026-01-01T00:00:00Z) or ms since the epoch (13 digits, e.g. 1767225600000)';
+
+/**
+ * A time as ms since the epoch (digits) or ISO-8601, or why it is refused (`name`, `from` or `to`,
+ * begins the reason): neither form, or digits that read as a time before 1973 (seconds since
+ * the epoch, most likely: the reason gives the value in ms and as ISO-8601). Pure.
+ */
+function parseTime(name: 'from' | 'to', text: string): number | string {
+  if (/^\d{1,15}$/.test(text)) {
+    const ms = Number(text);
+    if (ms >= MIN_EPOCH_MS) return ms;
+    const asSeconds = ms * 1000;
+    const seconds = asSeconds <= 8.64e15 ? `; if ${text} is seconds since the epoch, write ${asSeconds} or ${new Date(asSeconds).toISOString()}` : '';
+    return `${name} ${text} reads as ms since the epoch, ${new Date(ms).toISOString()}: too early for a report${seconds}; it takes ${TIME_FORMS}`;
+  }
   const ms = Date.parse(text);
-  return Number.isFinite(ms) ? ms : undefined;
+  return Number.isFinite(ms) ? ms : `${name} must be ${TIME_FORMS}, got ${JSON.stringify(text.slice(0, 64))}`;
 }
 
 /**
@@ -90,12 +111,12 @@ export function parseReportQuery(params: URLSearchParams, nowMs: number): Report
   const from = params.get('from');
   const to = params.get('to');
   if (from !== null && from !== '') {
-    const parsedFrom = parseTime(from);
-    if (parsedFrom === undefined) return { ok: false, message: `from must be ISO-8601 or ms since the epoch, got ${JSON.stringify(from.slice(0, 64))}` };
+    const parsedFrom = parseTime('from', from);
+    if (typeof parsedFrom === 'string') return { ok: false, message: parsedFrom };
     fromMs = parsedFrom;
     if (to !== null && to !== '') {
-      const parsedTo = parseTime(to);
-      if (parsedTo === undefined) return { ok: false, message: `to must be ISO-8601 or ms since the epoch, got ${JSON.stringify(to.slice(0, 64))}` };
+      const parsedTo = parseTime('to', to);
+      if (typeof parsedTo === 'string') return { ok: false, message: parsedTo };
       toMs = parsedTo;
     }
   } else {

@@ -152,6 +152,26 @@ describe('robots-proxy report', () => {
     assert.match(missing.stderr, /run `robots-proxy serve` with the same config, or name the file with --ledger/, 'it says how the file comes to exist');
   });
 
+  it('refuses --from/--to in seconds since the epoch, saying how it read them and what to write ("the range is longer than 3650 days" before)', async () => {
+    const forms = 'it takes ISO-8601 (e.g. 2026-01-01T00:00:00Z) or ms since the epoch (13 digits, e.g. 1767225600000)';
+    const fromSeconds = await runCli(['report', '--ledger', ledgerPath, '--from', '1733200000']);
+    assert.deepEqual(
+      { code: fromSeconds.code, stderr: fromSeconds.stderr },
+      { code: 2, stderr: `robots-proxy: report: --from 1733200000 reads as ms since the epoch, 1970-01-21T01:26:40.000Z: too early for a report; if 1733200000 is seconds since the epoch, write 1733200000000 or 2024-12-03T04:26:40.000Z; ${forms}\n` },
+    );
+    // Both in seconds: a day of 1970, an empty report without a word, before.
+    const bothSeconds = await runCli(['report', '--ledger', ledgerPath, '--from', '1733200000', '--to', '1733286400', '--json']);
+    assert.equal(bothSeconds.code, 2, bothSeconds.stdout.slice(0, 200));
+    const toSeconds = await runCli(['report', '--ledger', ledgerPath, '--from', '2024-12-03T00:00:00Z', '--to', '1733286400']);
+    assert.equal(toSeconds.code, 2);
+    assert.match(toSeconds.stderr, /^robots-proxy: report: --to 1733286400 reads as ms since the epoch, 1970-01-21T01:28:06\.400Z: .*write 1733286400000 or 2024-12-04T04:26:40\.000Z; it takes ISO-8601/);
+    const word = await runCli(['report', '--ledger', ledgerPath, '--from', 'yesterday']);
+    assert.deepEqual({ code: word.code, stderr: word.stderr }, { code: 2, stderr: `robots-proxy: report: --from must be ISO-8601 (e.g. 2026-01-01T00:00:00Z) or ms since the epoch (13 digits, e.g. 1767225600000), got "yesterday"\n` });
+    // Milliseconds still work.
+    const ms = await runCli(['report', '--ledger', ledgerPath, '--from', String(Date.now() - 3_600_000), '--json']);
+    assert.equal(ms.code, 0, ms.stderr);
+  });
+
   it('answers an unknown option, a missing value and a value given to a flag as the other commands do: exit 2, our words', async () => {
     const cases: [string[], string][] = [
       [['report', '--bogus'], 'robots-proxy: report: unknown option --bogus; run "robots-proxy report --help"\n'],
