@@ -6,35 +6,19 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { webcrypto } from 'node:crypto';
 import { chmodSync } from 'node:fs';
 import { captureLogs, siteHandler, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { createTestPki, openConnect, readToEnd, runCurl, startTlsOrigin, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
-import { x509 } from '../../src/proxy/tls/x509-support.js';
+import { generateCa } from '../../src/proxy/tls/certificate-authority.js';
 
 /** CA life from the proxy's start: long enough to start and sign once, short enough to wait out. */
 const CA_LIFE_MS = 4000;
 
-/** A P-256 CA valid from an hour ago to `notAfter`, written as PEM files. */
+/** A CA (the proxy's own kind) valid until `notAfter`, written as PEM files (the key 0600). */
 async function writeShortLivedCa(notAfter: Date): Promise<{ certPath: string; keyPath: string; certPem: string }> {
-  const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: '01',
-    name: 'CN=short-lived test CA',
-    notBefore: new Date(Date.now() - 3_600_000),
-    notAfter,
-    keys,
-    signingAlgorithm: algorithm,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-    ],
-  });
-  const certPem = cert.toString('pem');
+  const { certPem, keyPem } = await generateCa(Date.now(), notAfter.getTime());
   const certPath = writeTempFile('ca.pem', certPem);
-  const keyPath = writeTempFile('ca-key.pem', x509.PemConverter.encode(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey as webcrypto.CryptoKey), 'PRIVATE KEY'));
+  const keyPath = writeTempFile('ca-key.pem', keyPem);
   chmodSync(keyPath, 0o600);
   return { certPath, keyPath, certPem };
 }

@@ -237,8 +237,12 @@ async function parseCa(fileText: string, keyPem: string, certPath: string, nowMs
   };
 }
 
-/** Generates an ECDSA P-256 self-signed CA; returns its certificate and PKCS#8 key as PEM. */
-async function generateCa(nowMs: number): Promise<{ certPem: string; keyPem: string }> {
+/**
+ * Generates an ECDSA P-256 self-signed CA valid from a day before `nowMs` (epoch ms) to `notAfterMs`
+ * (epoch ms; default ten years on); returns its certificate and PKCS#8 key as PEM. Exported for
+ * tests that need a CA about to expire.
+ */
+export async function generateCa(nowMs: number, notAfterMs = nowMs + CA_VALIDITY_MS): Promise<{ certPem: string; keyPem: string }> {
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const date = new Date(nowMs).toISOString().slice(0, 10);
@@ -247,7 +251,7 @@ async function generateCa(nowMs: number): Promise<{ certPem: string; keyPem: str
     serialNumber: createSerialNumber(),
     name: [{ CN: [commonName] }, { O: ['robots-proxy'] }],
     notBefore: new Date(nowMs - CA_BACKDATE_MS),
-    notAfter: new Date(nowMs + CA_VALIDITY_MS),
+    notAfter: new Date(notAfterMs),
     keys,
     signingAlgorithm: algorithm,
     extensions: [
