@@ -129,8 +129,7 @@ export function resolveTunnelRequest(
 
 /** {@link tunnelOrigin} with its host as {@link hostKeyOf} keys it, as {@link originOf} writes a URL's origin. */
 function keyedOrigin(target: TunnelTarget, scheme: TunnelScheme): string {
-  const host = hostKeyOf(target.hostname);
-  return target.port === (scheme === 'https' ? 443 : 80) ? `${scheme}://${host}` : `${scheme}://${host}:${target.port}`;
+  return tunnelOrigin({ ...target, hostname: hostKeyOf(target.hostname) }, scheme);
 }
 
 /**
