@@ -33,7 +33,7 @@ import { UpgradeRelay } from './proxy/upgrade.js';
 import { ProxyServer } from './proxy/proxy-server.js';
 import { ConnectionGuard } from './proxy/connection-guard.js';
 import { readOpenFileLimit, resolveConnectionLimits } from './proxy/connection-limits.js';
-import { loadOrCreateCa, warnIfCaExpiring, type CaMaterial } from './proxy/tls/certificate-authority.js';
+import { loadOrCreateCa, warnIfCaExpiring, caExpiryWarning, type CaMaterial } from './proxy/tls/certificate-authority.js';
 import { LeafCertificateIssuer } from './proxy/tls/leaf-certificates.js';
 import { CertificateError, ConfigError, UnknownIdentityError } from './errors.js';
 import { AccessControl, prepareAccess, type PreparedAccess } from './access/access-control.js';
@@ -672,13 +672,18 @@ export async function runReport(args: string[], configPathFrom: (given: string |
 
 /**
  * `robots-proxy ca`: prints the interception CA's path and PEM on stdout (creating it on first
- * use), and on stderr whether it was generated just now or already there, with its key's path.
+ * use), and on stderr whether it was generated just now or already there, with its key's path
+ * and its `notAfter`; a second stderr line warns when it expires within 30 days or has expired
+ * (the words of the proxy's `tls-ca-expiring` log line).
  */
 export async function printCa(options: ServeOptions): Promise<void> {
   const config = loadConfig(options.configPath);
   const ca = await loadCa(config);
   process.stdout.write(`# ${ca.certPath}\n${ca.certPem}`);
-  process.stderr.write(`robots-proxy ca: ${ca.certPath} (${describeCaSource(ca)}; key ${ca.keyPath}; SHA-256 ${ca.sha256Fingerprint}); clients must trust it\n`);
+  const notAfter = new Date(ca.notAfterMs).toISOString();
+  process.stderr.write(`robots-proxy ca: ${ca.certPath} (${describeCaSource(ca)}; key ${ca.keyPath}; SHA-256 ${ca.sha256Fingerprint}; expires ${notAfter}); clients must trust it\n`);
+  const warning = caExpiryWarning(ca, Date.now());
+  if (warning !== undefined) process.stderr.write(`robots-proxy ca: warning: ${warning.message}\n`);
 }
 
 export { CertificateError };

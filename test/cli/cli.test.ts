@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../helpers/cli.js';
+import { generateCa } from '../../src/proxy/tls/certificate-authority.js';
 
 /** `text` as a literal inside a RegExp. */
 function escapeRegExp(text: string): string {
@@ -87,7 +88,7 @@ describe('robots-proxy ca', () => {
     assert.ok(r.stdout.startsWith(`# ${certPath}\n-----BEGIN CERTIFICATE-----`), r.stdout.slice(0, 200));
     assert.ok(existsSync(certPath));
     // stderr says it was made now, where, and where its key is; a second run finds it.
-    assert.match(r.stderr, new RegExp(`^robots-proxy ca: ${escapeRegExp(certPath)} \\(generated just now; key ${escapeRegExp(join(cwd, 'state', 'ca'))}/\\S+; SHA-256 [0-9A-F:]{95}\\); clients must trust it\n$`));
+    assert.match(r.stderr, new RegExp(`^robots-proxy ca: ${escapeRegExp(certPath)} \\(generated just now; key ${escapeRegExp(join(cwd, 'state', 'ca'))}/\\S+; SHA-256 [0-9A-F:]{95}; expires \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\); clients must trust it\n$`));
     const again = await run(['ca'], { cwd });
     assert.equal(again.stdout, r.stdout, 'the same CA');
     assert.match(again.stderr, new RegExp(`^robots-proxy ca: ${escapeRegExp(certPath)} \\(already in stateDir; key `));
@@ -114,5 +115,43 @@ describe('robots-proxy ca', () => {
     assert.equal(r.code, 2);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, new RegExp(`^robots-proxy: ${configPath.replaceAll('.', '\\.')}:2:1: stateDir: cannot create the directory "/proc/robots-proxy-nope"`));
+  });
+
+  it('says when the CA expires, and warns on a second line when that is within 30 days', async () => {
+    const DAY_MS = 86_400_000;
+    const cases: Array<[string, number, RegExp | undefined]> = [
+      ['long', 400 * DAY_MS, undefined],
+      ['soon', 9.5 * DAY_MS, /expires \S+ \(9 days left\): after that every CONNECT to intercept is refused 500; replace it/],
+    ];
+    for (const [name, leftMs, warning] of cases) {
+      const notAfter = new Date(Date.now() + leftMs);
+      const { certPem, keyPem } = await generateCa(Date.now() - 2 * DAY_MS, notAfter.getTime());
+      const certPath = join(cwd, `${name}-ca.pem`);
+      const keyPath = join(cwd, `${name}-ca-key.pem`);
+      writeFileSync(certPath, certPem);
+      writeFileSync(keyPath, keyPem, { mode: 0o600 });
+      const configPath = join(cwd, `${name}.yaml`);
+      writeFileSync(configPath, `stateDir: ${join(cwd, `${name}-state`)}\nhttps:\n  caCert: ${certPath}\n  caKey: ${keyPath}\n`);
+      const r = await run(['ca', '--config', configPath], { cwd });
+      assert.equal(r.code, 0, r.stderr);
+      const lines = r.stderr.trimEnd().split('\n');
+      // notAfter is written to the second in the certificate.
+      assert.match(lines[0]!, new RegExp(`\\(from https\\.caCert; .*; expires ${escapeRegExp(notAfter.toISOString().slice(0, 19))}\\.000Z\\); clients must trust it$`), name);
+      if (warning === undefined) {
+        assert.equal(lines.length, 1, `${name}: ${r.stderr}`);
+      } else {
+        assert.equal(lines.length, 2, `${name}: ${r.stderr}`);
+        assert.ok(lines[1]!.startsWith(`robots-proxy ca: warning: TLS interception CA ${certPath} `), lines[1]);
+        assert.match(lines[1]!, warning, name);
+      }
+    }
+    // An expired one is refused, as `serve` refuses it, naming its dates.
+    const { certPem, keyPem } = await generateCa(Date.now() - 3 * DAY_MS, Date.now() - DAY_MS);
+    writeFileSync(join(cwd, 'past-ca.pem'), certPem);
+    writeFileSync(join(cwd, 'past-ca-key.pem'), keyPem, { mode: 0o600 });
+    writeFileSync(join(cwd, 'past.yaml'), `https:\n  caCert: ${join(cwd, 'past-ca.pem')}\n  caKey: ${join(cwd, 'past-ca-key.pem')}\n`);
+    const r = await run(['ca', '--config', join(cwd, 'past.yaml')], { cwd });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /:2:3: https\.caCert: CA certificate \S+past-ca\.pem is valid only from \S+ to \S+; replace it/);
   });
 });

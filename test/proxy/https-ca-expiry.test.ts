@@ -68,6 +68,11 @@ describe('a proxy CA that expires while the proxy runs', () => {
     const expired = logs.lines.filter((l) => l['event'] === 'tls-ca-expired');
     assert.equal(expired.length, 1, JSON.stringify(logs.lines.filter((l) => l['level'] === 40)));
     assert.equal(expired[0]?.['certPath'], ca.certPath);
+    // A reload now says it has expired, not that it "expires" with 0 days left.
+    proxy.reload({ ...proxy.currentConfig(), log: { ...proxy.currentConfig().log, level: 'info' } });
+    const atReload = logs.lines.filter((l) => l['event'] === 'tls-ca-expiring');
+    assert.equal(atReload.at(-1)?.['daysLeft'], 0);
+    assert.match(String(atReload.at(-1)?.['msg']), /^TLS interception CA \S+ expired \S+: every CONNECT to intercept is refused 500; replace it/);
   });
 });
 

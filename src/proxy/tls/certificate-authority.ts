@@ -131,15 +131,27 @@ export const CA_EXPIRY_WARNING_MS = 30 * DAY_MS;
  * @returns true when it warned.
  */
 export function warnIfCaExpiring(ca: Pick<CaMaterial, 'certPath' | 'notAfterMs'>, nowMs: number, logger: CaLogger): boolean {
+  const warning = caExpiryWarning(ca, nowMs);
+  if (warning === undefined) return false;
+  logger.warn({ event: 'tls-ca-expiring', certPath: ca.certPath, notAfter: warning.notAfter, daysLeft: warning.daysLeft }, warning.message);
+  return true;
+}
+
+/**
+ * The words of {@link warnIfCaExpiring}'s warning, or undefined when `ca` (its `notAfterMs`, ms since the
+ * Unix epoch) has more than {@link CA_EXPIRY_WARNING_MS} left at `nowMs`. `notAfter` is ISO 8601, `daysLeft`
+ * whole days (0 once expired). Also printed by `robots-proxy ca`.
+ */
+export function caExpiryWarning(ca: Pick<CaMaterial, 'certPath' | 'notAfterMs'>, nowMs: number): { notAfter: string; daysLeft: number; message: string } | undefined {
   const leftMs = ca.notAfterMs - nowMs;
-  if (leftMs > CA_EXPIRY_WARNING_MS) return false;
+  if (leftMs > CA_EXPIRY_WARNING_MS) return undefined;
   const notAfter = new Date(ca.notAfterMs).toISOString();
   const daysLeft = Math.max(0, Math.floor(leftMs / DAY_MS));
-  logger.warn(
-    { event: 'tls-ca-expiring', certPath: ca.certPath, notAfter, daysLeft },
-    `TLS interception CA ${ca.certPath} expires ${notAfter} (${daysLeft} day${daysLeft === 1 ? '' : 's'} left): after that every CONNECT to intercept is refused 500; replace it (clients must then trust the new one)`,
-  );
-  return true;
+  const message =
+    leftMs <= 0
+      ? `TLS interception CA ${ca.certPath} expired ${notAfter}: every CONNECT to intercept is refused 500; replace it (clients must then trust the new one)`
+      : `TLS interception CA ${ca.certPath} expires ${notAfter} (${daysLeft} day${daysLeft === 1 ? '' : 's'} left): after that every CONNECT to intercept is refused 500; replace it (clients must then trust the new one)`;
+  return { notAfter, daysLeft, message };
 }
 
 async function loadOrCreateInStateDir(stateDir: string, nowMs: number, logger: CaLogger | undefined): Promise<CaMaterial> {
