@@ -1,27 +1,33 @@
 /**
- * A probe preloaded into a robots-proxy process under the proxy bench: every
- * request's way through the pacer's queue and the upstream leg, in wall ms
- * (performance.now, sub-millisecond), to find what the tail at one origin
- * under the per-origin cap is made of (issue 11's p99). Not part of the proxy.
+ * A probe preloaded into the Node targets of the proxy bench: where a request's time goes at one
+ * origin under the per-origin cap (issue 11's p99), in wall ms (performance.now, sub-millisecond).
+ * Not part of the proxy.
  *
- *   BENCH_PROXY_NODE_OPTIONS="--import=$PWD/bench/queue-probe.mjs" QUEUE_PROBE_OUT=/tmp/q/p \
- *     BENCH_ONLY=rp,rp-mc64,1o-ka npm run bench:proxy
- *   node bench/queue-probe.mjs --summary /tmp/q/p.PID.csv [...]
+ *   BENCH_PROXY_NODE_OPTIONS="--import=$PWD/bench/queue-probe.mjs" \
+ *   BENCH_BARE_NODE_OPTIONS="--import=$PWD/bench/queue-probe.mjs" QUEUE_PROBE_OUT=/tmp/q/p [QUEUE_PROBE_SCHED=1] \
+ *     BENCH_ONLY=rp,rp-mc64,rp-forwarder,rp-forwarder-cap4,1o-ka npm run bench:proxy
+ *   node bench/queue-probe.mjs --summary /tmp/q/p.PID.http.csv [...]   (QUEUE_PROBE_RUN=N: one run)
  *
- * It patches the built proxy's ProxiedExchange and Pacer prototypes (dist/,
- * the process's own modules, found from its entry script) to stamp, per
- * request: its arrival (the server's `request` event), when it entered the
- * pacer's queue and in which order, when its slot was granted (the slot's own
- * start time) and in which order (`seq`), when the pacer's answer was
- * delivered, when undici handed it to a connection (`onSent`), the origin's
- * head, the origin's end (the slot's release) and the access entry (finish);
- * and the responses the process finished meanwhile (`served`: with 50
- * connections served first-in first-out, at most 49). At exit it writes
- * QUEUE_PROBE_OUT.PID.csv, one line per request from the SKIPth on
- * (QUEUE_PROBE_SKIP, default 3000), and the GC pauses beside it
- * (QUEUE_PROBE_OUT.PID.gc.csv). `--summary` reads such files and prints the
- * decomposition of the slowest 1% against the median, whether grants came in
- * arrival order, and the time between grants.
+ * In every Node target (robots-proxy, the floor forwarders), from the SKIPth request on
+ * (QUEUE_PROBE_SKIP, default 3000): per request, its arrival (the server's `request` event), its
+ * stay (to the response's `finish`), the responses the process finished meanwhile (`served`:
+ * with 50 connections served first-in first-out, at most 49) and its socket's gap since the
+ * previous response (QUEUE_PROBE_OUT.PID.http.csv); when each origin exchange ended (undici's
+ * `undici:request:trailers`, .ends.csv: at the cap, the moments a slot frees); the GC pauses
+ * (.gc.csv). In robots-proxy also its own steps, from its built modules (dist/, found from its
+ * entry script; ProxiedExchange and Pacer prototypes patched): when the request entered the
+ * pacer's queue and in which order, when its slot was granted (the slot's own start time) and in
+ * which order (`seq`), when the pacer's answer was delivered, when undici handed it to a
+ * connection (`onSent`), the origin's head and end, and the access entry (.csv).
+ * QUEUE_PROBE_SCHED=1 adds the scheduler's counters, every millisecond while requests arrive
+ * (.sched.csv, see {@link startSampler}).
+ *
+ * `--summary` prints per run of the bench: the stay's percentiles and p99/mean, `served`;
+ * robots-proxy's steps over all requests and over the slowest 1%, whether grants came in queue
+ * order, the time between grants; and the spans of 1 ms or more (QUEUE_PROBE_GAP_MS) in which no
+ * origin exchange ended, with the GC pauses and (with the sampler) what the loop's thread, its
+ * other threads and the origin's thread did meanwhile. The patches and the sampler cost CPU
+ * (the sampler reads /proc on the load core): use it for the shape, not for the figures.
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -39,13 +45,7 @@ async function install() {
   const out = process.env.QUEUE_PROBE_OUT;
   const SKIP = Number(process.env.QUEUE_PROBE_SKIP ?? 3000);
   const entry = process.argv[1] ?? '';
-  if (!out || !entry.endsWith('cli.js')) return;
-  const dist = dirname(entry);
-  const { ProxiedExchange } = await import(pathToFileURL(join(dist, 'proxy/proxied-exchange.js')).href);
-  const { Pacer } = await import(pathToFileURL(join(dist, 'pacing/pacer.js')).href);
-  const { systemClock } = await import(pathToFileURL(join(dist, 'clock.js')).href);
-  // The proxy's clock is performance.now() on the epoch scale: a constant offset.
-  const offset = systemClock.nowMs() - performance.now();
+  if (!out) return;
 
   let finished = 0;
   let started = 0;
@@ -53,6 +53,10 @@ async function install() {
   /** req -> [arrival ms, finished count, gap ms since the socket's last finish] */
   const arrivals = new WeakMap();
   const lastFinish = new WeakMap();
+  /** Every Node target: per request, its arrival, stay, responses served meanwhile and the socket's gap before it. */
+  const httpRows = [];
+  /** When an origin exchange ended (undici's `undici:request:trailers`: its response complete), ms. */
+  const ends = [];
   const rows = [];
   const gcs = [];
   new PerformanceObserver((list) => {
@@ -67,9 +71,43 @@ async function install() {
   });
   subscribe('http.server.response.finish', ({ request, response }) => {
     finished++;
+    const now = performance.now();
     const socket = response.socket ?? request.socket;
-    if (socket) lastFinish.set(socket, performance.now());
+    if (socket) lastFinish.set(socket, now);
+    const arrival = arrivals.get(request);
+    if (arrival !== undefined && started > SKIP) httpRows.push(`${arrival[0].toFixed(3)},${(now - arrival[0]).toFixed(3)},${finished - arrival[1] - 1},${arrival[2].toFixed(3)}`);
   });
+  subscribe('undici:request:trailers', () => {
+    if (started > SKIP) ends.push(performance.now());
+  });
+  const writeCommon = () => {
+    writeFileSync(`${out}.${process.pid}.http.csv`, `arrival,stay,served,gap\n${httpRows.join('\n')}\n`);
+    writeFileSync(`${out}.${process.pid}.ends.csv`, `end\n${ends.map((t) => t.toFixed(3)).join('\n')}\n`);
+    writeFileSync(`${out}.${process.pid}.gc.csv`, `start,duration,kind\n${gcs.map((g) => g.join(',')).join('\n')}\n`);
+  };
+  const sampler = startSampler();
+  let written = false;
+  const write = () => {
+    if (written) return;
+    written = true;
+    writeCommon();
+    if (sampler !== undefined) writeFileSync(`${out}.${process.pid}.sched.csv`, sampler());
+    if (rows.length > 0) {
+      const head = 'arrival,enq,seq,enqAt,grantAt,deliverAt,sentAt,headAt,endAt,finishAt,served,gap,status';
+      writeFileSync(`${out}.${process.pid}.csv`, `${head}\n${rows.join('\n')}\n`);
+    }
+  };
+  process.on('exit', write);
+  process.on('SIGTERM', write);
+  if (!entry.endsWith('cli.js')) return;
+
+  // robots-proxy: its own steps, from its built modules (dist/).
+  const dist = dirname(entry);
+  const { ProxiedExchange } = await import(pathToFileURL(join(dist, 'proxy/proxied-exchange.js')).href);
+  const { Pacer } = await import(pathToFileURL(join(dist, 'pacing/pacer.js')).href);
+  const { systemClock } = await import(pathToFileURL(join(dist, 'clock.js')).href);
+  // The proxy's clock is performance.now() on the epoch scale: a constant offset.
+  const offset = systemClock.nowMs() - performance.now();
 
   const acquireFor = Pacer.prototype.acquireFor;
   Pacer.prototype.acquireFor = function (origin, delayMs, options, taker) {
@@ -120,18 +158,6 @@ async function install() {
     return result;
   };
 
-  const sampler = startSampler();
-  let written = false;
-  const write = () => {
-    if (written) return;
-    written = true;
-    const head = 'arrival,enq,seq,enqAt,grantAt,deliverAt,sentAt,headAt,endAt,finishAt,served,gap,status';
-    writeFileSync(`${out}.${process.pid}.csv`, `${head}\n${rows.join('\n')}\n`);
-    writeFileSync(`${out}.${process.pid}.gc.csv`, `start,duration,kind\n${gcs.map((g) => g.join(',')).join('\n')}\n`);
-    if (sampler !== undefined) writeFileSync(`${out}.${process.pid}.sched.csv`, sampler());
-  };
-  process.on('exit', write);
-  process.on('SIGTERM', write);
 }
 
 /**
@@ -207,47 +233,69 @@ function startSampler() {
   };
 }
 
-function summarise(file) {
-  if (file.endsWith('.gc.csv') || file.endsWith('.sched.csv')) return;
-  const gcFile = file.replace(/\.csv$/, '.gc.csv');
-  let gcs = [];
+/** A CSV file with a header line as rows of numbers (an empty cell: NaN); [] when it is missing. */
+function readCsv(file) {
+  let text;
   try {
-    gcs = readFileSync(gcFile, 'utf8').trim().split('\n').slice(1).map((line) => line.split(',').map(Number));
+    text = readFileSync(file, 'utf8').trim();
   } catch {
-    // no GC file: no GC column
+    return [];
   }
-  const lines = readFileSync(file, 'utf8').trim().split('\n');
+  const lines = text.split('\n');
   const keys = lines[0].split(',');
-  const rows = lines.slice(1).map((line) => {
+  return lines.slice(1).map((line) => {
     const cells = line.split(',');
     const row = {};
-    keys.forEach((k, i) => (row[k] = cells[i] === '' ? NaN : Number(cells[i])));
+    keys.forEach((k, i) => (row[k] = cells[i] === '' || cells[i] === undefined ? NaN : Number(cells[i])));
     return row;
   });
-  const pct = (values, p) => {
-    const s = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
-    return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-  };
-  const f = (v) => (Number.isNaN(v) ? '   -  ' : v.toFixed(2).padStart(6));
-  // One run of the bench per segment: arrivals more than 300 ms apart start a new one.
+}
+
+/** The `p`th percentile of `values` (NaNs left out). */
+function pct(values, p) {
+  const s = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+/** A figure in a fixed width. */
+function f(v) {
+  return Number.isNaN(v) ? '   -  ' : v.toFixed(2).padStart(6);
+}
+
+/**
+ * Prints one process's files (`base` = QUEUE_PROBE_OUT.PID, or any of its files): per run of the
+ * bench (arrivals more than 300 ms apart start a new one; QUEUE_PROBE_RUN=N for one of them), the
+ * stay's percentiles and responses served meanwhile, robots-proxy's steps, and the spans with no
+ * origin exchange ending.
+ */
+function summarise(file) {
+  const base = file.replace(/(\.(http|ends|gc|sched))?\.csv$/, '');
+  const http = readCsv(`${base}.http.csv`).sort((x, y) => x.arrival - y.arrival);
+  const steps = readCsv(`${base}.csv`);
+  const gcs = readCsv(`${base}.gc.csv`).map((g) => [g.start, g.duration, g.kind]);
+  const sched = readCsv(`${base}.sched.csv`).map((r) => [r.t, r.mainRun, r.mainWait, r.helpersRun, r.originRun, r.originWait]);
+  const ends = readCsv(`${base}.ends.csv`).map((r) => r.end);
   const runs = [];
-  for (const row of rows.sort((x, y) => x.arrival - y.arrival)) {
+  for (const row of http) {
     const run = runs.at(-1);
     if (run === undefined || row.arrival - run.at(-1).arrival > 300) runs.push([row]);
     else run.push(row);
   }
-  const segments = process.env.QUEUE_PROBE_RUN === undefined ? [rows] : [runs[Number(process.env.QUEUE_PROBE_RUN)] ?? []];
-  console.log(`${file}: ${rows.length} requests in ${runs.length} runs (${runs.map((r) => r.length).join(', ')}); QUEUE_PROBE_RUN=${process.env.QUEUE_PROBE_RUN ?? 'all'}`);
-  let sched = [];
-  try {
-    sched = readFileSync(file.replace(/\.csv$/, '.sched.csv'), 'utf8').trim().split('\n').slice(1).map((line) => line.split(',').map(Number));
-  } catch {
-    // QUEUE_PROBE_SCHED was off
-  }
-  for (const segment of segments) {
-    summariseRows(segment, gcs);
-    summariseGaps(segment, gcs, sched);
-  }
+  console.log(`${base}: ${http.length} requests in ${runs.length} runs (${runs.map((r) => r.length).join(', ')})`);
+  runs.forEach((run, i) => {
+    if (process.env.QUEUE_PROBE_RUN !== undefined && Number(process.env.QUEUE_PROBE_RUN) !== i) return;
+    const [from, to] = [run[0].arrival, run.at(-1).arrival + run.at(-1).stay];
+    const stays = run.map((r) => r.stay);
+    const mean = stays.reduce((a, b) => a + b, 0) / stays.length;
+    const served = run.map((r) => r.served);
+    console.log(
+      `run ${i}: ${run.length} requests over ${(to - from).toFixed(0)} ms; stay ms p50 ${f(pct(stays, 50))} mean ${f(mean)} p99 ${f(pct(stays, 99))} max ${f(pct(stays, 100))} (p99/mean ${(pct(stays, 99) / mean).toFixed(2)}); ` +
+        `responses served meanwhile p50 ${pct(served, 50)} p99 ${pct(served, 99)} max ${pct(served, 100)}`,
+    );
+    const inRun = steps.filter((r) => r.arrival >= from && r.arrival <= to);
+    if (inRun.length > 0) summariseRows(inRun, gcs);
+    summariseGaps(ends.filter((t) => t >= from && t <= to), gcs, sched);
+  });
 }
 
 /**
@@ -255,9 +303,9 @@ function summarise(file) {
  * cap, no slot was freed, so nothing was granted): their share of the run, the GC pauses inside,
  * and, with the scheduler samples, what the loop's thread and the origin's did meanwhile.
  */
-function summariseGaps(rows, gcs, sched) {
+function summariseGaps(ends, gcs, sched) {
   const threshold = Number(process.env.QUEUE_PROBE_GAP_MS ?? 1);
-  const ends = rows.map((r) => r.arrival + r.endAt).filter((t) => !Number.isNaN(t)).sort((x, y) => x - y);
+  ends.sort((x, y) => x - y);
   if (ends.length < 2) return;
   // Cumulative counters at time t, linearly interpolated between samples.
   const at = (t, col) => {
@@ -297,11 +345,6 @@ function summariseGaps(rows, gcs, sched) {
 }
 
 function summariseRows(rows, gcs) {
-  const pct = (values, p) => {
-    const s = Float64Array.from(values.filter((v) => !Number.isNaN(v))).sort();
-    return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-  };
-  const f = (v) => (Number.isNaN(v) ? '   -  ' : v.toFixed(2).padStart(6));
   console.log(`  ${rows.length} requests, ${rows.filter((r) => r.enq > 0).length} queued`);
   // Spans, ms: each request's stay cut at the pacer's and the relay's steps.
   const spans = {
