@@ -26,7 +26,8 @@
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
-import { PerformanceObserver, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
+import { recordGcPauses } from './gc-pauses.mjs';
 
 const out = process.env.LATENCY_PROBE_OUT;
 const SKIP = Number(process.env.LATENCY_PROBE_SKIP ?? 3000);
@@ -51,10 +52,7 @@ const event = (now) => {
   lastEvent = now;
 };
 /** GC pauses: [start wall ms, duration ms, kind] */
-const gcs = [];
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) if (started > SKIP) gcs.push([e.startTime, e.duration, e.detail?.kind ?? e.kind]);
-}).observe({ entryTypes: ['gc'] });
+const gcs = recordGcPauses(() => started > SKIP);
 
 subscribe('http.server.request.start', ({ request, socket }) => {
   started++;

@@ -32,7 +32,8 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { PerformanceObserver, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
+import { recordGcPauses } from './gc-pauses.mjs';
 import { pathToFileURL } from 'node:url';
 
 if (process.argv[2] === '--summary') {
@@ -58,10 +59,7 @@ async function install() {
   /** When an origin exchange ended (undici's `undici:request:trailers`: its response complete), ms. */
   const ends = [];
   const rows = [];
-  const gcs = [];
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) if (started > SKIP) gcs.push([e.startTime, e.duration, e.detail?.kind ?? e.kind]);
-  }).observe({ entryTypes: ['gc'] });
+  const gcs = recordGcPauses(() => started > SKIP);
 
   subscribe('http.server.request.start', ({ request, socket }) => {
     started++;
