@@ -128,6 +128,11 @@ export interface PeerCase {
 const RESERVED_STAYS_ENCODED =
   'RFC 9309 §2.2.2: a percent-encoded reserved character is not decoded before comparison, so it and the raw character are different paths (the reference agrees); Python decodes both sides';
 
+const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
+
+/** crawler-commons vectors of a several-names user-agent line where we disallow (Agent3 falls to `*`, whose /foo/bar/ applies) and crawler-commons allows; in the others we allow. */
+const PEER_SPLITS_USER_AGENT_VALUE_DISALLOWS = new Set(['testNutchCases#59']);
+
 /**
  * The peers' part of the skip table: where a peer's test expects another verdict than
  * RFC 9309 (or the reference, where the RFC leaves the choice) gives. Keyed by
@@ -173,6 +178,44 @@ export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string 
   'temoto-robotstxt_test.jsonl:TestRobotstxtOrgCase2': {
     allowed: false,
     reason: 'RFC 9309 §2.2.1: `User-agent: Google` names Google, not Googlebot (the reference compares whole tokens too); temoto/robotstxt takes a group whose name is a prefix of the agent',
+  },
+  ...Object.fromEntries(
+    [
+      ...[52, 53, 56, 59].map((n) => `testNutchCases#${n}`),
+      'testMultiAgentNames#1',
+      'testSpacesInMultipleUserAgentNames#2',
+      'testSpacesInMultipleUserAgentNames#3',
+    ].map((id) => [
+      `${CRAWLER_COMMONS}:${id}`,
+      {
+        allowed: !PEER_SPLITS_USER_AGENT_VALUE_DISALLOWS.has(id),
+        reason:
+          'RFC 9309 §2.1 and §2.2.1: a user-agent line names one product token (`User-agent: Agent2 Agent3`, `User-agent: One, Two, Three` name Agent2 and One; the reference reads the leading [A-Za-z_-] run too); crawler-commons splits the value at spaces and commas into several names',
+      },
+    ]),
+  ),
+  ...Object.fromEntries(
+    [101, 102, 103, 105, 106, 112, 113, 116].map((n) => [
+      `${CRAWLER_COMMONS}:testNutchCases#${n}`,
+      {
+        allowed: n < 112,
+        reason:
+          'crawler-commons takes a comma-separated list of its own names and obeys the first group in the file that names any of them (Agent1 here, the test says so); read as a User-Agent header the list is product tokens in the crawler\'s order, and the first with a group (Agent2) decides, as RFC 9309 §2.2.1 has a crawler obey the group of its own product token',
+      },
+    ]),
+  ),
+  [`${CRAWLER_COMMONS}:testHtmlMarkupInRobotsTxt#2`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.2: `Disallow: /<BR>` is the path /<BR> (the reference reads it so too); crawler-commons strips HTML tags from lines first, so it reads `Disallow: /`',
+  },
+  [`${CRAWLER_COMMONS}:testBigCrawlDelay#1`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.2: `Disallow:` (empty) disallows nothing; crawl-delay is not part of RFC 9309 (§2.2.4: other records) and paces, never denies; crawler-commons denies all when the delay exceeds its limit',
+  },
+  [`${CRAWLER_COMMONS}:testBrokenKrugleRobotsTxtFile#1`]: {
+    allowed: false,
+    reason:
+      'RFC 9309 §2.1: a group is its user-agent lines then its rules; `User-agent: googlebot` / `Crawl-delay: 1` / `User-agent: qihoobot` / `Disallow: /` is one group for both (no rule ends the user-agent run; the reference ends a group only at a user-agent line after a rule, and disallows); crawler-commons ends the group at the crawl-delay line',
   },
   'cpython-test_robotparser.jsonl:LocalNetworkTestCase#8': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%2F against \`Disallow: //[spam]/path\`)` },
 };

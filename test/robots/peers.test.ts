@@ -20,6 +20,7 @@ import {
 const PYTHON = 'cpython-test_robotparser.jsonl';
 const ROBOTS_PARSER = 'robots-parser-Robots.jsonl';
 const TEMOTO = 'temoto-robotstxt_test.jsonl';
+const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
 
 /** Reads `file`'s vectors and registers a test per vector, a count check and the skip-table check; returns the vectors. */
 function itPeerVectors(file: string, count: number): PeerCase[] {
@@ -100,4 +101,8 @@ describe(`peers: ${ROBOTS_PARSER} (robots-parser's tests, Node)`, () => {
 
 describe(`peers: ${TEMOTO} (temoto/robotstxt's tests, Go)`, () => {
   itPeerVectors(TEMOTO, 11);
+});
+
+describe(`peers: ${CRAWLER_COMMONS} (crawler-commons' tests, Java)`, () => {
+  itPeerVectors(CRAWLER_COMMONS, 264);
 });
