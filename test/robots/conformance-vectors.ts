@@ -129,6 +129,7 @@ const RESERVED_STAYS_ENCODED =
   'RFC 9309 §2.2.2: a percent-encoded reserved character is not decoded before comparison, so it and the raw character are different paths (the reference agrees); Python decodes both sides';
 
 const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
+const PROTEGO = 'protego-test_protego.jsonl';
 
 /** crawler-commons vectors of a several-names user-agent line where we disallow (Agent3 falls to `*`, whose /foo/bar/ applies) and crawler-commons allows; in the others we allow. */
 const PEER_SPLITS_USER_AGENT_VALUE_DISALLOWS = new Set(['testNutchCases#59']);
@@ -216,6 +217,45 @@ export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string 
     allowed: false,
     reason:
       'RFC 9309 §2.1: a group is its user-agent lines then its rules; `User-agent: googlebot` / `Crawl-delay: 1` / `User-agent: qihoobot` / `Disallow: /` is one group for both (no rule ends the user-agent run; the reference ends a group only at a user-agent line after a rule, and disallows); crawler-commons ends the group at the crawl-delay line',
+  },
+  [`${PROTEGO}:test_unicode_url_and_useragent#12`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.1: a product token is [a-zA-Z_-] only; `Jävla-Foobot` is none, so no crawler obeys its group (the reference reads the line as `J`); Protego compares the whole value, case-folded',
+  },
+  [`${PROTEGO}:test_unicode_url_and_useragent#15`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.1: a product token is [a-zA-Z_-] only; `Львів-bot` is none, so its group names no crawler (the reference reads the line as an empty token); Protego matches the Unicode name inside the User-Agent',
+  },
+  ...Object.fromEntries(
+    [1, 2, 3].map((n) => [
+      `${PROTEGO}:test_grouping_unknown_keys#${n}`,
+      {
+        allowed: false,
+        reason:
+          'RFC 9309 §2.1: a group is its user-agent lines then its rules, and lines the parser does not know are ignored (§2.2.4), so `User-agent: *` / `Invalid_directive: …` / `User-agent: ia_archiver` / `Disallow: /` is one group for both (the reference agrees: only a rule ends a user-agent run); Protego ends the group at the unknown key',
+      },
+    ]),
+  ),
+  [`${PROTEGO}:test_generosity#3`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.1: a user-agent line is `user-agent` and a colon; `user agent harry potter` (a space in the key, no colon, several words) is no line the reference reads either (its missing-colon leniency takes one key and one value), so `disallow /horcrux` stays in foobot\'s group; Protego reads it as the group of `harry potter`',
+  },
+  [`${PROTEGO}:test_generosity#6`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.1: a product token has no wildcard; `User-agent: foo*bot` names `foo` (the reference reads the [A-Za-z_-] run too), not foobot; Protego reads * in a user-agent as a wildcard',
+  },
+  ...Object.fromEntries(
+    [2, 3].map((n) => [
+      `${PROTEGO}:test_special_symbols_dual_behaviour#${n}`,
+      {
+        allowed: true,
+        reason: 'RFC 9309 §2.2.3: a $ that ends a pattern is the end of the path, so `Disallow: /x/abc$` matches /x/abc only (the reference agrees); Protego also matches a path with a literal $ (or %24) there',
+      },
+    ]),
+  ),
+  [`${PROTEGO}:test_with_absolute_urls#2`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.2: a rule\'s path starts with /; `Disallow: http://ms-web00.walkerplus.com/` matches no path (nor in the reference, which matches it from the path\'s first octet); Protego puts a / in front of it',
   },
   'cpython-test_robotparser.jsonl:LocalNetworkTestCase#8': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%2F against \`Disallow: //[spam]/path\`)` },
 };

@@ -21,6 +21,7 @@ const PYTHON = 'cpython-test_robotparser.jsonl';
 const ROBOTS_PARSER = 'robots-parser-Robots.jsonl';
 const TEMOTO = 'temoto-robotstxt_test.jsonl';
 const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
+const PROTEGO = 'protego-test_protego.jsonl';
 
 /** Reads `file`'s vectors and registers a test per vector, a count check and the skip-table check; returns the vectors. */
 function itPeerVectors(file: string, count: number): PeerCase[] {
@@ -105,4 +106,8 @@ describe(`peers: ${TEMOTO} (temoto/robotstxt's tests, Go)`, () => {
 
 describe(`peers: ${CRAWLER_COMMONS} (crawler-commons' tests, Java)`, () => {
   itPeerVectors(CRAWLER_COMMONS, 264);
+});
+
+describe(`peers: ${PROTEGO} (Protego's tests, Python: Scrapy's parser)`, () => {
+  itPeerVectors(PROTEGO, 312);
 });
