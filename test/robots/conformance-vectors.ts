@@ -130,6 +130,7 @@ const RESERVED_STAYS_ENCODED =
 
 const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
 const PROTEGO = 'protego-test_protego.jsonl';
+const TEXTING_ROBOTS = 'texting_robots-test.jsonl';
 
 /** crawler-commons vectors of a several-names user-agent line where we disallow (Agent3 falls to `*`, whose /foo/bar/ applies) and crawler-commons allows; in the others we allow. */
 const PEER_SPLITS_USER_AGENT_VALUE_DISALLOWS = new Set(['testNutchCases#59']);
@@ -256,6 +257,25 @@ export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string 
   [`${PROTEGO}:test_with_absolute_urls#2`]: {
     allowed: true,
     reason: 'RFC 9309 §2.2.2: a rule\'s path starts with /; `Disallow: http://ms-web00.walkerplus.com/` matches no path (nor in the reference, which matches it from the path\'s first octet); Protego puts a / in front of it',
+  },
+  ...Object.fromEntries(
+    ['test_reppy_no_leading_user_agent#2', 'test_google_order_of_precedence#5', 'test_google_order_of_precedence#6', 'test_google_order_of_precedence#8'].map((id) => [
+      `${TEXTING_ROBOTS}:${id}`,
+      {
+        allowed: true,
+        reason:
+          'RFC 9309 §2.1: rules belong to the group of the user-agent lines before them; rules before any user-agent line are in no group and bind no crawler (the reference ignores them too); texting_robots applies them to every agent',
+      },
+    ]),
+  ),
+  [`${TEXTING_ROBOTS}:test_reppy_skips_malformed_line#1`]: {
+    allowed: false,
+    reason:
+      'RFC 9309 §2.1 has crawlers parse each line and use the parseable rules; the reference reads `Disallow /path` (a key, one space, a value, no colon) as a rule, and so do Google\'s tests (test/fixtures/conformance); texting_robots follows reppy and skips it (its own comment notes the conflict with Google)',
+  },
+  [`${TEXTING_ROBOTS}:test_google_encoding#8`]: {
+    allowed: true,
+    reason: 'RFC 9309 §2.2.2: %62%61%7A encodes unreserved octets, which are decoded before comparison, so `Allow: /foo/bar/%62%61%7A` is /foo/bar/baz (the reference keeps them encoded, and texting_robots copies its test)',
   },
   'cpython-test_robotparser.jsonl:LocalNetworkTestCase#8': { allowed: true, reason: `${RESERVED_STAYS_ENCODED} (%2F against \`Disallow: //[spam]/path\`)` },
 };

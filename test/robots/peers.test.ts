@@ -22,6 +22,7 @@ const ROBOTS_PARSER = 'robots-parser-Robots.jsonl';
 const TEMOTO = 'temoto-robotstxt_test.jsonl';
 const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
 const PROTEGO = 'protego-test_protego.jsonl';
+const TEXTING_ROBOTS = 'texting_robots-test.jsonl';
 
 /** Reads `file`'s vectors and registers a test per vector, a count check and the skip-table check; returns the vectors. */
 function itPeerVectors(file: string, count: number): PeerCase[] {
@@ -110,4 +111,8 @@ describe(`peers: ${CRAWLER_COMMONS} (crawler-commons' tests, Java)`, () => {
 
 describe(`peers: ${PROTEGO} (Protego's tests, Python: Scrapy's parser)`, () => {
   itPeerVectors(PROTEGO, 312);
+});
+
+describe(`peers: ${TEXTING_ROBOTS} (texting_robots' tests, Rust)`, () => {
+  itPeerVectors(TEXTING_ROBOTS, 184);
 });
