@@ -74,6 +74,9 @@ type Directive = 'user-agent' | 'allow' | 'disallow' | 'sitemap' | 'crawl-delay'
  *   share `Disallow: /x` and only A has the 5 s delay;
  *   `request-rate` (extension, not in RFC 9309): `n/seconds[smhd]`; the
  *   interval it implies (seconds / n) is clamped to `maxCrawlDelaySeconds`.
+ *   Like crawl-delay, it applies only to the `user-agent` lines just before
+ *   it (as urllib.robotparser and Protego read it): in `User-agent: one /
+ *   Request-rate: 1/10s / User-agent: two / Disallow: /`, two has no rate.
  * - Warnings: at most 100 line warnings are kept (then one
  *   `too-many-warnings` counts the rest); whole-body warnings (`truncated`,
  *   `looks-like-html`, `looks-binary`) are always kept.
@@ -265,7 +268,7 @@ class RobotsBuilder {
     switch (directive) {
       case 'user-agent': {
         if (this.current === undefined || this.hasRules) {
-          this.current = { productTokens: [], rules: [], crawlDelaySeconds: undefined, crawlDelayByToken: new Map(), requestRate: undefined, line };
+          this.current = { productTokens: [], rules: [], crawlDelaySeconds: undefined, crawlDelayByToken: new Map(), requestRate: undefined, requestRateByToken: new Map(), line };
           this.groups.push(this.current);
           this.hasRules = false;
           this.runTokens = [];
@@ -316,14 +319,20 @@ class RobotsBuilder {
         // One request per more than the ceiling: clamp the period, as for crawl-delay.
         if (!(rate.seconds / rate.requests <= this.maxCrawlDelaySeconds)) {
           this.warn(line, 'request-rate-clamped', `request-rate "${shown(value)}" asks for more than ${this.maxCrawlDelaySeconds} s per request; 1/${this.maxCrawlDelaySeconds} applies`);
-          this.current.requestRate ??= { requests: 1, seconds: this.maxCrawlDelaySeconds };
-          return;
+          return this.setRequestRate(this.current, { requests: 1, seconds: this.maxCrawlDelaySeconds });
         }
-        this.current.requestRate ??= rate;
-        return;
+        return this.setRequestRate(this.current, rate);
       }
       case 'unknown':
         return this.warn(line, 'unknown-directive', `unknown directive "${shown(key)}" ignored`);
+    }
+  }
+
+  /** Records request-rate `rate` on `group` and on each token of the `user-agent` lines just before it, unless one is recorded there already (the first applies). */
+  private setRequestRate(group: Group, rate: RequestRate): void {
+    group.requestRate ??= rate;
+    for (const token of this.runTokens) {
+      if (!group.requestRateByToken.has(token)) group.requestRateByToken.set(token, rate);
     }
   }
 
@@ -415,7 +424,7 @@ function mergeGroups(groups: readonly Group[]): Map<string, MergedGroup> {
       entry.lines.push(group.line);
       const delay = group.crawlDelayByToken.get(key);
       if (delay !== undefined) entry.crawlDelaySeconds = Math.max(entry.crawlDelaySeconds ?? 0, delay);
-      entry.requestRate ??= group.requestRate;
+      entry.requestRate ??= group.requestRateByToken.get(key);
     }
   }
   return merged;

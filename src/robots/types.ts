@@ -68,8 +68,14 @@ export interface Group {
    * its own delay are written; rules still apply to the whole group (§2.2.1).
    */
   crawlDelayByToken: Map<string, number>;
-  /** Request-rate (extension, not in RFC 9309); undefined when absent or invalid. */
+  /** The group's first request-rate (extension, not in RFC 9309); undefined when absent or invalid. */
   requestRate: RequestRate | undefined;
+  /**
+   * Request-rate per lower-cased product token of the group: as for
+   * {@link Group.crawlDelayByToken}, a request-rate line applies to the
+   * `user-agent` lines just before it; the first one given a token applies.
+   */
+  requestRateByToken: Map<string, RequestRate>;
   /** Line of the group's first `user-agent` line. */
   line: number;
 }
@@ -93,7 +99,7 @@ export interface MergedGroup {
   readonly rules: readonly Rule[];
   /** Crawl-delay in seconds for this token: the largest one any merged group gives it (the most polite reading); undefined when none. */
   crawlDelaySeconds: number | undefined;
-  /** Request-rate of the first merged group that declares one. */
+  /** Request-rate of the first merged group that gives this token one (see {@link Group.requestRateByToken}). */
   requestRate: RequestRate | undefined;
   /** Lines of the `user-agent` lines that opened each merged group. */
   lines: number[];

@@ -102,7 +102,12 @@ describe('curated real robots.txt files (test/fixtures/robots)', () => {
   it('request-rate is read (extension, not in RFC 9309)', () => {
     assert.deepEqual(parseFile('astore.amazon.com.txt').groupsByToken.get('*')?.requestRate, { requests: 1, seconds: 5 });
     assert.deepEqual(parseFile('moodle.org_443.txt').groupsByToken.get('*')?.requestRate, { requests: 1, seconds: 20 });
-    assert.deepEqual(parseFile('www.tennis-warehouse.com.txt').groupsByToken.get('bingbot')?.requestRate, { requests: 1, seconds: 10 });
+    // `User-Agent: bingbot / Crawl-delay: 4 / … / User-agent: SeznamBot / Request-rate: 1/10s / User-agent: MJ12bot / Disallow: /`:
+    // one group for the rules (RFC 9309 §2.2.1, the reference), but the rate is SeznamBot's and the delay bingbot's.
+    const tennis = parseFile('www.tennis-warehouse.com.txt');
+    assert.deepEqual(tennis.groupsByToken.get('seznambot')?.requestRate, { requests: 1, seconds: 10 });
+    assert.equal(tennis.groupsByToken.get('bingbot')?.requestRate, undefined);
+    assert.equal(tennis.groupsByToken.get('bingbot')?.crawlDelaySeconds, 4);
   });
 
   it('HTML, binary and UTF-16 bodies give no rules, so everything is allowed', () => {

@@ -213,6 +213,16 @@ describe('parseRobotsTxt: crawl-delay and request-rate (extensions, §2.2.4)', (
     for (const token of ['a', 'b', 'c', 'd']) assert.deepEqual(robots.groupsByToken.get(token)?.rules.map((r) => r.pattern), ['/x'], token);
   });
 
+  it('applies a request-rate to the user-agent lines just before it, as a crawl-delay (Protego, urllib.robotparser)', () => {
+    const robots = parseRobotsTxt('User-agent: a\nRequest-rate: 1/10s\nUser-agent: b\nRequest-rate: 100/15m\nRequest-rate: 1/1s\nUser-agent: c\nDisallow: /x\nUser-agent: d\nRequest-rate: 1/5\n');
+    assert.equal(robots.groups.length, 2, 'request-rate does not end a group (RFC 9309 §2.2)');
+    assert.deepEqual(robots.groupsByToken.get('a')?.requestRate, { requests: 1, seconds: 10 });
+    assert.deepEqual(robots.groupsByToken.get('b')?.requestRate, { requests: 100, seconds: 900 }, 'the first one given a token applies');
+    assert.equal(robots.groupsByToken.get('c')?.requestRate, undefined, 'c shares the rules of a and b, not their rates');
+    assert.deepEqual(robots.groupsByToken.get('d')?.requestRate, { requests: 1, seconds: 5 });
+    for (const token of ['a', 'b', 'c']) assert.deepEqual(robots.groupsByToken.get(token)?.rules.map((r) => r.pattern), ['/x'], token);
+  });
+
   it('parses Request-rate n/seconds with units', () => {
     assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 1/5\n', 'a')?.requestRate, { requests: 1, seconds: 5 });
     assert.deepEqual(groupFor('User-agent: a\nRequest-rate: 3/1m\n', 'a')?.requestRate, { requests: 3, seconds: 60 });

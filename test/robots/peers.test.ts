@@ -105,14 +105,75 @@ describe(`peers: ${TEMOTO} (temoto/robotstxt's tests, Go)`, () => {
   itPeerVectors(TEMOTO, 11);
 });
 
+/** The crawl-delay (seconds) and request-rate of the group `agent` (a User-Agent) obeys in `body`. */
+function pacingOf(body: string, agent: string): { delay: number | undefined; rate: { requests: number; seconds: number } | undefined } {
+  const { group } = selectGroup(parseRobotsTxt(body), extractProductTokens(agent));
+  return { delay: group?.crawlDelaySeconds, rate: group?.requestRate };
+}
+
 describe(`peers: ${CRAWLER_COMMONS} (crawler-commons' tests, Java)`, () => {
   itPeerVectors(CRAWLER_COMMONS, 264);
+
+  it('crawl-delay as crawler-commons reads it (testCrawlDelay, testFloatingPointCrawlDelay, testHeritrixCases), in seconds', () => {
+    assert.equal(pacingOf('User-agent: bixo\rCrawl-delay: 10\rUser-agent: foobot\rCrawl-delay: 20\rUser-agent: *\rDisallow:/baz\r', 'bixo').delay, 10);
+    assert.equal(pacingOf('User-agent: foobot\rCrawl-delay: 20\rUser-agent: *\rDisallow:/baz\r', 'bixo').delay, undefined);
+    assert.equal(pacingOf('User-agent: *\rCrawl-delay: 0.5\rDisallow:\r', 'bixo').delay, 0.5);
+    const heritrix = 'User-agent: *\nDisallow: /cgi-bin/\n\nUser-agent: denybot\nDisallow: /\n\nUser-agent: delaybot\nDisallow: /\nCrawl-Delay: 20\nAllow: /images/\n';
+    assert.equal(pacingOf(heritrix, 'Mozilla delaybot 99.9').delay, 20);
+    assert.equal(pacingOf(heritrix, 'Mozilla denybot 99.9').delay, undefined);
+  });
+
+  it('a sitemap at the end of the file, after the groups (testSitemapAtEndOfFile)', () => {
+    const body = 'User-agent: a\r\nDisallow: /content/dam/\r\n\r\nUser-agent: b\r\nDisallow: /content/dam/\r\n\r\n\r\nSitemap: https://wwwfoocom/sitemapxml';
+    assert.deepEqual(parseRobotsTxt(body).sitemaps, ['https://wwwfoocom/sitemapxml']);
+  });
 });
 
 describe(`peers: ${PROTEGO} (Protego's tests, Python: Scrapy's parser)`, () => {
   itPeerVectors(PROTEGO, 312);
+
+  it('crawl-delay per agent, none when malformed or before any user-agent line (test_crawl_delay, test_malformed_crawl_delay, test_no_leading_user_agent)', () => {
+    const body = 'User-agent: * \nDisallow: /disallowed \nAllow: /allowed \nCrawl-delay: 10 \nUser-agent: testbot\nCrawl-delay: 15 \n';
+    assert.equal(pacingOf(body, 'somebot').delay, 10);
+    assert.equal(pacingOf(body, 'testbot').delay, 15);
+    assert.equal(pacingOf('User-agent: * \nDisallow: /disallowed \nAllow: /allowed \nCrawl-delay: random_word', 'somebot').delay, undefined);
+    const noLeading = '\n        Disallow: /withoutUA\n        Allow: /withoutUA/exception\n        Crawl-delay: 5.2\n        User-Agent: testbot\n        Disallow: /withUA\n        ';
+    assert.equal(pacingOf(noLeading, 'testbot').delay, undefined);
+    assert.equal(pacingOf(noLeading, 'somebot').delay, undefined);
+  });
+
+  it('request-rate per agent, with units, given only to the user-agent lines just before it (test_request_rate, test_no_request_rate)', () => {
+    const body = '\n        User-agent: one\n        Request-rate: 1/10s\n        User-agent: two\n        Request-rate: 100/15m\n        User-agent: three\n        Request-rate: 400/1h\n        User-agent: four\n        Request-rate: 9000/1d\n        User-agent: five\n        Request-rate: 1/10s 1820-1940\n        ';
+    assert.deepEqual(pacingOf(body, 'one').rate, { requests: 1, seconds: 10 });
+    assert.deepEqual(pacingOf(body, 'two').rate, { requests: 100, seconds: 900 });
+    assert.deepEqual(pacingOf(body, 'three').rate, { requests: 400, seconds: 3600 });
+    assert.deepEqual(pacingOf(body, 'four').rate, { requests: 9000, seconds: 86_400 });
+    assert.deepEqual(pacingOf(body, 'five').rate, { requests: 1, seconds: 10 }, 'the visit window (1820-1940) is not read');
+    assert.equal(pacingOf('\n        User-agent: one\n        Request-rate: 1/10s\n        User-agent: two\n        Disallow: /\n        ', 'two').rate, undefined);
+  });
+
+  it('sitemaps wherever they stand, before any group too (test_sitemaps, test_sitemaps_come_first)', () => {
+    const body = 'User-agent: * \nDisallow: /disallowed \nAllow: /allowed \nSitemap: https://site.local/sitemap.xml \nAllow: /another_allowed \nUser-agent: testbot \nSitemap: https://site.local/sitemap2.xml';
+    assert.deepEqual(parseRobotsTxt(body).sitemaps, ['https://site.local/sitemap.xml', 'https://site.local/sitemap2.xml']);
+    assert.deepEqual(parseRobotsTxt('Sitemap: https://www.foo.bar/sitmap.xml\nUser-Agent: FootBot\nDisallow: /something').sitemaps, ['https://www.foo.bar/sitmap.xml']);
+    assert.deepEqual(parseRobotsTxt('User-agent: * \nDisallow: /disallowed \nAllow: /allowed \nCrawl-delay: 10').sitemaps, []);
+  });
 });
 
 describe(`peers: ${TEXTING_ROBOTS} (texting_robots' tests, Rust)`, () => {
   itPeerVectors(TEXTING_ROBOTS, 184);
+
+  it('crawl-delay per run of user-agent lines (test_robot_retrieve_crawl_delay, test_reppy_separates_agents)', () => {
+    const body = 'User-Agent: A\n        Crawl-Delay: 42\n        # A B and the other Agent ...\n        User-Agent: B\n        User-Agent: C\n        Crawl-Delay: 420\n        User-Agent: *\n        CRAWL-Delay : 3600';
+    for (const [agent, delay] of [['A', 42], ['B', 420], ['C', 420], ['D', 3600]] as const) assert.equal(pacingOf(body, agent).delay, delay, agent);
+    const separate = 'User-agent: one\n        Crawl-delay: 1\n\n        User-agent: two\n        Crawl-delay: 2';
+    assert.equal(pacingOf(separate, 'one').delay, 1);
+    assert.equal(pacingOf(separate, 'two').delay, 2);
+  });
+
+  it('sitemaps, non-ASCII ones as UTF-8 (test_robot_retrieve_sitemaps, test_reppy_finds_and_exposes_sitemaps)', () => {
+    const body = 'user-agent: otherbot\n        disallow: /kale\n\n        sitemap: https://example.com/sitemap.xml\n        Sitemap: https://cdn.example.org/other-sitemap.xml\n        siteMAP: https://ja.example.org/テスト-サイトマップ.xml';
+    assert.deepEqual(parseRobotsTxt(body).sitemaps, ['https://example.com/sitemap.xml', 'https://cdn.example.org/other-sitemap.xml', 'https://ja.example.org/テスト-サイトマップ.xml']);
+    assert.deepEqual(parseRobotsTxt('            Sitemap: http://a.com/sitemap.xml\n        Sitemap: http://b.com/sitemap.xml').sitemaps, ['http://a.com/sitemap.xml', 'http://b.com/sitemap.xml']);
+  });
 });

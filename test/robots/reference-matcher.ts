@@ -66,7 +66,7 @@ export function groupOf(rules: Rule[]): MergedGroup {
   const size = Math.ceil(rules.length / parts) || 1;
   const groups: Group[] = [];
   for (let at = 0; at < rules.length || groups.length === 0; at += size) {
-    groups.push({ productTokens: ['*'], rules: rules.slice(at, at + size), crawlDelaySeconds: undefined, crawlDelayByToken: new Map(), requestRate: undefined, line: at + 1 });
+    groups.push({ productTokens: ['*'], rules: rules.slice(at, at + size), crawlDelaySeconds: undefined, crawlDelayByToken: new Map(), requestRate: undefined, requestRateByToken: new Map(), line: at + 1 });
   }
   return { productToken: '*', groups, rules, crawlDelaySeconds: undefined, requestRate: undefined, lines: groups.map((g) => g.line) };
 }
