@@ -132,8 +132,10 @@ const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
 const PROTEGO = 'protego-test_protego.jsonl';
 const TEXTING_ROBOTS = 'texting_robots-test.jsonl';
 
-/** crawler-commons vectors of a several-names user-agent line where we disallow (Agent3 falls to `*`, whose /foo/bar/ applies) and crawler-commons allows; in the others we allow. */
-const PEER_SPLITS_USER_AGENT_VALUE_DISALLOWS = new Set(['testNutchCases#59']);
+/** Skip-table entries for the vectors `ids` of a peer's `file` that share one reason; `allowed` is our verdict, or a function of the id giving it. */
+function peerDeviations(file: string, ids: readonly string[], allowed: boolean | ((id: string) => boolean), reason: string): Record<string, { allowed: boolean; reason: string }> {
+  return Object.fromEntries(ids.map((id) => [`${file}:${id}`, { allowed: typeof allowed === 'function' ? allowed(id) : allowed, reason }]));
+}
 
 /**
  * The peers' part of the skip table: where a peer's test expects another verdict than
@@ -181,30 +183,18 @@ export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string 
     allowed: false,
     reason: 'RFC 9309 §2.2.1: `User-agent: Google` names Google, not Googlebot (the reference compares whole tokens too); temoto/robotstxt takes a group whose name is a prefix of the agent',
   },
-  ...Object.fromEntries(
-    [
-      ...[52, 53, 56, 59].map((n) => `testNutchCases#${n}`),
-      'testMultiAgentNames#1',
-      'testSpacesInMultipleUserAgentNames#2',
-      'testSpacesInMultipleUserAgentNames#3',
-    ].map((id) => [
-      `${CRAWLER_COMMONS}:${id}`,
-      {
-        allowed: !PEER_SPLITS_USER_AGENT_VALUE_DISALLOWS.has(id),
-        reason:
-          'RFC 9309 §2.1 and §2.2.1: a user-agent line names one product token (`User-agent: Agent2 Agent3`, `User-agent: One, Two, Three` name Agent2 and One; the reference reads the leading [A-Za-z_-] run too); crawler-commons splits the value at spaces and commas into several names',
-      },
-    ]),
+  ...peerDeviations(
+    CRAWLER_COMMONS,
+    [...[52, 53, 56, 59].map((n) => `testNutchCases#${n}`), 'testMultiAgentNames#1', 'testSpacesInMultipleUserAgentNames#2', 'testSpacesInMultipleUserAgentNames#3'],
+    // Agent3 falls to `*`, whose /foo/bar/ we apply to #59 (crawler-commons allows it); the others we allow.
+    (id) => id !== 'testNutchCases#59',
+    'RFC 9309 §2.1 and §2.2.1: a user-agent line names one product token (`User-agent: Agent2 Agent3`, `User-agent: One, Two, Three` name Agent2 and One; the reference reads the leading [A-Za-z_-] run too); crawler-commons splits the value at spaces and commas into several names',
   ),
-  ...Object.fromEntries(
-    [101, 102, 103, 105, 106, 112, 113, 116].map((n) => [
-      `${CRAWLER_COMMONS}:testNutchCases#${n}`,
-      {
-        allowed: n < 112,
-        reason:
-          'crawler-commons takes a comma-separated list of its own names and obeys the first group in the file that names any of them (Agent1 here, the test says so); read as a User-Agent header the list is product tokens in the crawler\'s order, and the first with a group (Agent2) decides, as RFC 9309 §2.2.1 has a crawler obey the group of its own product token',
-      },
-    ]),
+  ...peerDeviations(
+    CRAWLER_COMMONS,
+    [101, 102, 103, 105, 106, 112, 113, 116].map((n) => `testNutchCases#${n}`),
+    (id) => Number(id.split('#')[1]) < 112,
+    'crawler-commons takes a comma-separated list of its own names and obeys the first group in the file that names any of them (Agent1 here, the test says so); read as a User-Agent header the list is product tokens in the crawler\'s order, and the first with a group (Agent2) decides, as RFC 9309 §2.2.1 has a crawler obey the group of its own product token',
   ),
   [`${CRAWLER_COMMONS}:testHtmlMarkupInRobotsTxt#2`]: {
     allowed: true,
@@ -227,15 +217,11 @@ export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string 
     allowed: true,
     reason: 'RFC 9309 §2.2.1: a product token is [a-zA-Z_-] only; `Львів-bot` is none, so its group names no crawler (the reference reads the line as an empty token); Protego matches the Unicode name inside the User-Agent',
   },
-  ...Object.fromEntries(
-    [1, 2, 3].map((n) => [
-      `${PROTEGO}:test_grouping_unknown_keys#${n}`,
-      {
-        allowed: false,
-        reason:
-          'RFC 9309 §2.1: a group is its user-agent lines then its rules, and lines the parser does not know are ignored (§2.2.4), so `User-agent: *` / `Invalid_directive: …` / `User-agent: ia_archiver` / `Disallow: /` is one group for both (the reference agrees: only a rule ends a user-agent run); Protego ends the group at the unknown key',
-      },
-    ]),
+  ...peerDeviations(
+    PROTEGO,
+    [1, 2, 3].map((n) => `test_grouping_unknown_keys#${n}`),
+    false,
+    'RFC 9309 §2.1: a group is its user-agent lines then its rules, and lines the parser does not know are ignored (§2.2.4), so `User-agent: *` / `Invalid_directive: …` / `User-agent: ia_archiver` / `Disallow: /` is one group for both (the reference agrees: only a rule ends a user-agent run); Protego ends the group at the unknown key',
   ),
   [`${PROTEGO}:test_generosity#3`]: {
     allowed: true,
@@ -245,28 +231,21 @@ export const PEER_DEVIATIONS: Record<string, { allowed: boolean; reason: string 
     allowed: true,
     reason: 'RFC 9309 §2.2.1: a product token has no wildcard; `User-agent: foo*bot` names `foo` (the reference reads the [A-Za-z_-] run too), not foobot; Protego reads * in a user-agent as a wildcard',
   },
-  ...Object.fromEntries(
-    [2, 3].map((n) => [
-      `${PROTEGO}:test_special_symbols_dual_behaviour#${n}`,
-      {
-        allowed: true,
-        reason: 'RFC 9309 §2.2.3: a $ that ends a pattern is the end of the path, so `Disallow: /x/abc$` matches /x/abc only (the reference agrees); Protego also matches a path with a literal $ (or %24) there',
-      },
-    ]),
+  ...peerDeviations(
+    PROTEGO,
+    ['test_special_symbols_dual_behaviour#2', 'test_special_symbols_dual_behaviour#3'],
+    true,
+    'RFC 9309 §2.2.3: a $ that ends a pattern is the end of the path, so `Disallow: /x/abc$` matches /x/abc only (the reference agrees); Protego also matches a path with a literal $ (or %24) there',
   ),
   [`${PROTEGO}:test_with_absolute_urls#2`]: {
     allowed: true,
     reason: 'RFC 9309 §2.2.2: a rule\'s path starts with /; `Disallow: http://ms-web00.walkerplus.com/` matches no path (nor in the reference, which matches it from the path\'s first octet); Protego puts a / in front of it',
   },
-  ...Object.fromEntries(
-    ['test_reppy_no_leading_user_agent#2', 'test_google_order_of_precedence#5', 'test_google_order_of_precedence#6', 'test_google_order_of_precedence#8'].map((id) => [
-      `${TEXTING_ROBOTS}:${id}`,
-      {
-        allowed: true,
-        reason:
-          'RFC 9309 §2.1: rules belong to the group of the user-agent lines before them; rules before any user-agent line are in no group and bind no crawler (the reference ignores them too); texting_robots applies them to every agent',
-      },
-    ]),
+  ...peerDeviations(
+    TEXTING_ROBOTS,
+    ['test_reppy_no_leading_user_agent#2', 'test_google_order_of_precedence#5', 'test_google_order_of_precedence#6', 'test_google_order_of_precedence#8'],
+    true,
+    'RFC 9309 §2.1: rules belong to the group of the user-agent lines before them; rules before any user-agent line are in no group and bind no crawler (the reference ignores them too); texting_robots applies them to every agent',
   ),
   [`${TEXTING_ROBOTS}:test_reppy_skips_malformed_line#1`]: {
     allowed: false,
