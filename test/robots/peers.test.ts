@@ -23,6 +23,7 @@ const TEMOTO = 'temoto-robotstxt_test.jsonl';
 const CRAWLER_COMMONS = 'crawler-commons-SimpleRobotRulesParserTest.jsonl';
 const PROTEGO = 'protego-test_protego.jsonl';
 const TEXTING_ROBOTS = 'texting_robots-test.jsonl';
+const SPATIE = 'spatie-robots-txt-RobotsTxtTest.jsonl';
 
 /** Reads `file`'s vectors and registers a test per vector, a count check and the skip-table check; returns the vectors. */
 function itPeerVectors(file: string, count: number): PeerCase[] {
@@ -176,4 +177,8 @@ describe(`peers: ${TEXTING_ROBOTS} (texting_robots' tests, Rust)`, () => {
     assert.deepEqual(parseRobotsTxt(body).sitemaps, ['https://example.com/sitemap.xml', 'https://cdn.example.org/other-sitemap.xml', 'https://ja.example.org/テスト-サイトマップ.xml']);
     assert.deepEqual(parseRobotsTxt('            Sitemap: http://a.com/sitemap.xml\n        Sitemap: http://b.com/sitemap.xml').sitemaps, ['http://a.com/sitemap.xml', 'http://b.com/sitemap.xml']);
   });
+});
+
+describe(`peers: ${SPATIE} (spatie/robots-txt's tests, PHP)`, () => {
+  itPeerVectors(SPATIE, 9);
 });
