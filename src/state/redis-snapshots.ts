@@ -141,13 +141,18 @@ export class RedisSnapshotFlight implements SnapshotFlight {
     const token = randomBytes(8).toString('hex');
     // A holder that dies frees the lock after its lease: two leases is the longest honest wait.
     const deadlineMs = clock.nowMs() + 2 * lockLeaseMs;
+    // A fresh stored record this instance cannot read is asked for again as if stale: one instance
+    // fetches and replaces it, the others wait for that (rather than each fetching alone, and
+    // leaving it in place, until the record expires).
+    let isStoredUnreadable = false;
     try {
       for (;;) {
         wait.isNotified = false;
+        const asOfMs = isStoredUnreadable ? Number.MAX_VALUE : clock.nowMs();
         let reply: [Buffer, Buffer | null];
         try {
           reply = await this.#connection.run('robots lead', (client) =>
-            (client as unknown as FlightCommands).rpLeadBuffer(this.#snapshotKey(origin), this.#lockKey(origin), token, String(clock.nowMs()), String(lockLeaseMs)),
+            (client as unknown as FlightCommands).rpLeadBuffer(this.#snapshotKey(origin), this.#lockKey(origin), token, String(asOfMs), String(lockLeaseMs)),
           );
         } catch {
           return await alone('Redis failed');
@@ -155,10 +160,16 @@ export class RedisSnapshotFlight implements SnapshotFlight {
         const kind = reply[0].toString();
         const stored = reply[1] === null ? undefined : await this.#decode(origin, reply[1]);
         if (kind === 'fresh') {
-          if (!stored) return await alone('stored snapshot unreadable');
-          this.#stats.shared++;
-          return stored.entry;
+          if (stored) {
+            this.#stats.shared++;
+            return stored.entry;
+          }
+          // Fresh even as of the end of time (a "next" of 1e999): fetched alone, as before.
+          if (isStoredUnreadable) return await alone('stored snapshot unreadable');
+          isStoredUnreadable = true;
+          continue;
         }
+        isStoredUnreadable = false;
         if (kind === 'lead') {
           this.#stats.led++;
           const base = newerOf(stored?.entry, previous);

@@ -125,4 +125,30 @@ describe('RedisSnapshotFlight', { skip: REDIS_SKIP }, () => {
     assert.equal(second.robots?.groups[0]?.rules[0]?.pattern, '/v2', 'the newer snapshot, read from Redis');
     assert.deepEqual(fetchesA, [1], 'no fetch of its own');
   });
+  it('a stored snapshot it cannot read (a foreign or damaged record, with its TTL and a fresh "next") is fetched once for the fleet and replaced', { timeout: 30_000 }, async () => {
+    const clock = manualClock(4_000_000);
+    const keyPrefix = freshPrefix();
+    const [a, b, c, d] = await instances(4, clock, 5_000, keyPrefix);
+    let fetches = 0;
+    const fetchHere = async (): Promise<FetchedEntry> => {
+      fetches++;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return fetched('User-agent: *\nDisallow: /x\n', clock.nowMs(), 3_600_000);
+    };
+    await a!.refresh(ORIGIN, undefined, fetchHere);
+    assert.equal(fetches, 1);
+    // Another version's record (or a damaged one): the fleet's hash, its TTL and its "next" kept, the data unreadable.
+    const key = `${keyPrefix}robots:${ORIGIN}`;
+    await redis.client.hset(key, 'data', 'j{"v":2,"info":{}}');
+    assert.ok((await redis.client.pttl(key)) > 0);
+    const [eb, ec] = await Promise.all([b!.refresh(ORIGIN, undefined, fetchHere), c!.refresh(ORIGIN, undefined, fetchHere)]);
+    assert.equal(fetches, 2, 'one fetch for the two instances (each fetched alone before, and left the record as it was)');
+    assert.deepEqual(eb.snapshot.info, ec.snapshot.info);
+    await d!.refresh(ORIGIN, undefined, fetchHere);
+    assert.equal(fetches, 2, 'the record was replaced: a third instance reads it');
+    // Unreadable and fresh for ever ("next" beyond any time): fetched alone, not asked again and again.
+    await redis.client.hset(key, 'next', '1e999', 'data', 'junk');
+    await d!.refresh(ORIGIN, undefined, fetchHere);
+    assert.equal(fetches, 3);
+  });
 });
