@@ -115,7 +115,8 @@ export class FleetPacer implements RequestPacer {
 
   /**
    * Waits for a local slot, then for the fleet's (see {@link Pacer.acquire} for the local part and
-   * its refusals). A fleet wait longer than `maxWaitMs` is refused `queue-full` (`max-wait`).
+   * its refusals). A fleet wait longer than `maxWaitMs` is refused `queue-full` (`max-wait`): at once
+   * when the origin is paused past it, else once the wait has lasted that long.
    * While the store is unavailable: see the module comment. Never rejects but for bad limits.
    */
   async acquire(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome> {
@@ -257,7 +258,11 @@ export class FleetPacer implements RequestPacer {
         return { granted: true, slot: new FleetSlot(local, reservation.lease, this, nowMs, nowMs - enqueuedAtMs) };
       }
       const remainingMs = deadlineMs - clock.nowMs();
-      if (reservation.retryInMs > remainingMs) {
+      // Paused: the pause's end is the earliest start. Busy: the slot may free at any moment (a
+      // release notice); `retryInMs` is only the holder's lease end (`slotLease` ahead, 30 s by
+      // default, as long as the default maxWait), so the request waits up to its deadline.
+      const earliestStartInMs = reservation.why === 'paused' ? reservation.retryInMs : 0;
+      if (earliestStartInMs > remainingMs || remainingMs <= 0) {
         const stats = this.#local.originStats(origin);
         return {
           granted: false,
@@ -274,7 +279,7 @@ export class FleetPacer implements RequestPacer {
       }
       // Paused: the pause's end is known. Busy: a release notice, or the earliest lease end.
       if (reservation.why === 'paused') await this.#sleep(reservation.retryInMs, options, undefined);
-      else if (!wait.isNotified) await this.#sleep(reservation.retryInMs, options, wait);
+      else if (!wait.isNotified) await this.#sleep(Math.min(reservation.retryInMs, remainingMs), options, wait);
     }
   }
 

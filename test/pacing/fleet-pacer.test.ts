@@ -110,6 +110,38 @@ describe('FleetPacer over a shared slot store', () => {
     assert.ok((await later).granted);
     assert.ok(starts[0]! - answeredAtMs >= 2_000, `B started ${starts[0]! - answeredAtMs} ms after the 503`);
   });
+
+  it('maxWait: a slot another instance holds is waited for up to maxWait (its lease end is no estimate), a pause past it is refused at once', async () => {
+    const clock = new FakeClock();
+    const short: PacingOptions = { ...OPTIONS, maxWaitMs: 500 };
+    const slots = new MemorySlotStore(clock, 30_000);
+    const [a, b] = Array.from({ length: 2 }, () => new FleetPacer(new Pacer(short, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing: short, clock }));
+    // Held 300 ms (lease 30 s): granted once released, not refused at once.
+    const starts: number[] = [];
+    const held = await run(clock, a!, 100, starts, 300);
+    assert.ok(held.granted);
+    const waiting = run(clock, b!, 100, starts);
+    await settle(clock, 450);
+    const outcome = await waiting;
+    assert.ok(outcome.granted, `refused: ${JSON.stringify(outcome.granted ? undefined : outcome.refusal)}`);
+    assert.ok(starts[1]! - starts[0]! >= 300);
+    // Held 2 s: refused queue-full (max-wait) once 500 ms have passed.
+    await settle(clock, 200);
+    const long = await a!.acquire(ORIGIN, 100, { identity: 'bot' });
+    assert.ok(long.granted);
+    long.slot.markSent();
+    const askedAtMs = clock.nowMs();
+    let refusedAtMs: number | undefined;
+    const refused = b!.acquire(ORIGIN, 100, { identity: 'bot' }).then((o) => ((refusedAtMs = clock.nowMs()), o));
+    await settle(clock, 700);
+    const late = await refused;
+    assert.ok(!late.granted && late.refusal.reason === 'queue-full' && late.refusal.limit === 'max-wait', JSON.stringify(late));
+    assert.ok(refusedAtMs! - askedAtMs >= 500 && refusedAtMs! - askedAtMs <= 520, `refused after ${refusedAtMs! - askedAtMs} ms`);
+    long.slot.release({ status: 429, retryAfter: '5' });
+    // Paused 5 s, past maxWait: refused at once.
+    const paused = await b!.acquire(ORIGIN, 100, { identity: 'bot' });
+    assert.ok(!paused.granted && paused.refusal.reason === 'queue-full' && paused.refusal.retryAfterSeconds >= 4, JSON.stringify(paused));
+  });
 });
 
 /** A store that does not answer (Redis down). */
