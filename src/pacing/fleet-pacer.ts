@@ -116,7 +116,8 @@ export class FleetPacer implements RequestPacer {
   /**
    * Waits for a local slot, then for the fleet's (see {@link Pacer.acquire} for the local part and
    * its refusals). A fleet wait longer than `maxWaitMs` is refused `queue-full` (`max-wait`): at once
-   * when the origin is paused past it, else once the wait has lasted that long.
+   * when the origin is paused past it or its next fleet-wide start is later (the start is then
+   * not reserved), else once the wait has lasted that long.
    * While the store is unavailable: see the module comment. Never rejects but for bad limits.
    */
   async acquire(origin: string, delayMs: number, options: AcquireOptions): Promise<AcquireOutcome> {
@@ -244,6 +245,7 @@ export class FleetPacer implements RequestPacer {
           delayMs: local.delayMs,
           maxConcurrency: options.maxConcurrency ?? this.#pacing.maxConcurrency,
           isEndToStart: this.#pacing.model === 'end-to-start',
+          maxStartInMs: Math.max(0, deadlineMs - clock.nowMs()),
         });
       } catch {
         return 'unavailable';
@@ -258,10 +260,11 @@ export class FleetPacer implements RequestPacer {
         return { granted: true, slot: new FleetSlot(local, reservation.lease, this, nowMs, nowMs - enqueuedAtMs) };
       }
       const remainingMs = deadlineMs - clock.nowMs();
-      // Paused: the pause's end is the earliest start. Busy: the slot may free at any moment (a
-      // release notice); `retryInMs` is only the holder's lease end (`slotLease` ahead, 30 s by
-      // default, as long as the default maxWait), so the request waits up to its deadline.
-      const earliestStartInMs = reservation.why === 'paused' ? reservation.retryInMs : 0;
+      // Paused: the pause's end is the earliest start; later: the fleet's next start (past the
+      // deadline). Busy: the slot may free at any moment (a release notice); `retryInMs` is only the
+      // holder's lease end (`slotLease` ahead, 30 s by default, as long as the default maxWait), so
+      // the request waits up to its deadline.
+      const earliestStartInMs = reservation.why === 'busy' ? 0 : reservation.retryInMs;
       if (earliestStartInMs > remainingMs || remainingMs <= 0) {
         const stats = this.#local.originStats(origin);
         return {

@@ -64,6 +64,7 @@ export class MemorySlotStore implements SlotStore {
       if (state.inFlight.size > 0) return busy();
       const fromMs = request.isEndToStart ? Math.max(state.lastStartMs, state.lastEndMs) : state.lastStartMs;
       startMs = Math.max(nowMs, fromMs + request.delayMs);
+      if (startMs - nowMs > (request.maxStartInMs ?? Infinity)) return { granted: false, why: 'later', retryInMs: startMs - nowMs };
       state.solo = token;
     } else if (state.inFlight.size > 0 && ((state.solo !== undefined && state.inFlight.has(state.solo)) || state.inFlight.size >= request.maxConcurrency)) {
       return busy();

@@ -98,10 +98,11 @@ export class RedisSlotStore implements SlotStore {
         String(this.#options.slotLeaseMs),
         request.isEndToStart ? '1' : '0',
         String(Math.max(MIN_RETAIN_MS, request.delayMs * 2)),
+        String(request.maxStartInMs ?? Number.MAX_VALUE),
       ),
     );
     const ms = Math.max(0, Number(reply[2]));
-    if (reply[0] !== 1) return { granted: false, why: reply[1] === 'paused' ? 'paused' : 'busy', retryInMs: ms };
+    if (reply[0] !== 1) return { granted: false, why: reply[1] === 'paused' || reply[1] === 'later' ? reply[1] : 'busy', retryInMs: ms };
     const lease: HeldLease = { origin: request.origin, token, isDelayed: request.delayMs > 0, maxConcurrency: request.maxConcurrency, renewedAtMs: performance.now() };
     this.#held.set(token, lease);
     return { granted: true, lease, startInMs: ms };

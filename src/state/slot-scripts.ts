@@ -31,10 +31,11 @@ end
 
 /**
  * Reserves a start slot. KEYS: slot hash, busy set, pause key. ARGV: token, delayMs, maxConcurrency,
- * leaseMs, endToStart ('1'/'0'), retainMs (how long the hash must outlive the start).
- * Returns `{1, 'ok', startInMs}`, or `{0, 'paused'|'busy', retryInMs}`.
+ * leaseMs, endToStart ('1'/'0'), retainMs (how long the hash must outlive the start), maxStartInMs.
+ * Returns `{1, 'ok', startInMs}`, or `{0, 'paused'|'busy'|'later', retryInMs}`.
  * - a delayed request (delayMs > 0) needs nothing in flight; its start is the later of now and
- *   the previous start (or end) plus its delay; it holds the origin (`solo`) until released;
+ *   the previous start (or end) plus its delay; it holds the origin (`solo`) until released; a
+ *   start more than maxStartInMs ahead is not reserved (`later`, nothing written);
  * - an undelayed request needs no delayed one in flight and fewer than maxConcurrency in flight.
  */
 export const RESERVE_SCRIPT = `${PROLOGUE}
@@ -58,6 +59,7 @@ if delay > 0 then
   local from = last
   if ARGV[5] == '1' then from = math.max(from, num(redis.call('HGET', KEYS[1], 'end'))) end
   start = math.max(now, from + delay)
+  if start - now > tonumber(ARGV[7]) then return {0, 'later', fmt(start - now)} end
   redis.call('HSET', KEYS[1], 'last', fmt(start), 'solo', ARGV[1])
 else
   if inFlight > 0 then

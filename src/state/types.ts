@@ -21,6 +21,12 @@ export interface SlotRequest {
   maxConcurrency: number;
   /** Measure the delay from the previous end (`end-to-start`) as well as the previous start. */
   isEndToStart: boolean;
+  /**
+   * Latest start the request accepts, ms from now (what is left of its `pacing.maxWait`): a delayed
+   * start later than this is not reserved (answered `later`), so a request that would be refused
+   * takes no start from the others. Undefined: any start.
+   */
+  maxStartInMs?: number;
 }
 
 /** A reserved slot: the holder must release it exactly once; its lease frees it if the holder dies. */
@@ -38,11 +44,12 @@ export interface SlotLease {
  *   start, on the store's clock; 0 = at once).
  * - not granted: `paused` (an upstream 429/503 paused the origin) or `busy` (a delayed request
  *   runs, or `maxConcurrency` are in flight); ask again after a {@link SlotStore.onFree} notice
- *   for the origin or after `retryInMs`, whichever is first (the earliest lease or pause end).
+ *   for the origin or after `retryInMs`, whichever is first (the earliest lease or pause end);
+ *   `later`: the delayed start would be `retryInMs` from now, past `maxStartInMs` (nothing reserved).
  */
 export type SlotReservation =
   | { granted: true; lease: SlotLease; startInMs: number }
-  | { granted: false; why: 'busy' | 'paused'; retryInMs: number };
+  | { granted: false; why: 'busy' | 'paused' | 'later'; retryInMs: number };
 
 /** What the holder learned, given back with the slot. */
 export interface SlotReturn {

@@ -142,6 +142,29 @@ describe('FleetPacer over a shared slot store', () => {
     const paused = await b!.acquire(ORIGIN, 100, { identity: 'bot' });
     assert.ok(!paused.granted && paused.refusal.reason === 'queue-full' && paused.refusal.retryAfterSeconds >= 4, JSON.stringify(paused));
   });
+
+  it('maxWait: a start the fleet can give no sooner than maxWait is refused at once, and takes no start from the others', async () => {
+    const clock = new FakeClock();
+    const short: PacingOptions = { ...OPTIONS, maxWaitMs: 1_000 };
+    const slots = new MemorySlotStore(clock, 30_000);
+    const [a, b] = Array.from({ length: 2 }, () => new FleetPacer(new Pacer(short, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing: short, clock }));
+    const starts: number[] = [];
+    assert.ok((await run(clock, a!, 3_000, starts, 10)).granted);
+    await settle(clock, 20);
+    // b's own queue is empty, but the fleet's next start is 3 s after a's: past b's maxWait.
+    let answeredAtMs: number | undefined;
+    const asked = b!.acquire(ORIGIN, 3_000, { identity: 'bot' }).then((o) => ((answeredAtMs = clock.nowMs()), o));
+    await settle(clock, 3_000);
+    const refused = await asked;
+    assert.ok(!refused.granted && refused.refusal.reason === 'queue-full' && refused.refusal.limit === 'max-wait' && refused.refusal.retryAfterSeconds === 3, JSON.stringify(refused));
+    assert.equal(answeredAtMs! - starts[0]!, 20, 'at once');
+    // The refused request took nothing: a's next request, asked 3 s after its first, starts at once (not 3 s later).
+    const askedAtMs = clock.nowMs();
+    const next = run(clock, a!, 3_000, starts, 10);
+    await settle(clock, 100);
+    assert.ok((await next).granted);
+    assert.equal(starts[1]! - askedAtMs, 0);
+  });
 });
 
 /** A store that does not answer (Redis down). */

@@ -55,6 +55,21 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     await connection.close();
   });
 
+  it('does not reserve a delayed start later than maxStartInMs: answers later, and the next start stays where it was', async () => {
+    const { connection, slots } = await open(redis);
+    const request = { origin: ORIGIN + ':8443', delayMs: 10_000, maxConcurrency: 4, isEndToStart: false };
+    const first = await slots.reserve(request);
+    assert.ok(first.granted && first.startInMs === 0);
+    slots.release((first as { lease: SlotLease }).lease, { sentAgoMs: 0, pauseMs: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const later = await slots.reserve({ ...request, maxStartInMs: 5_000 });
+    assert.ok(!later.granted && later.why === 'later' && later.retryInMs > 9_000 && later.retryInMs <= 10_000, JSON.stringify(later));
+    // Nothing was taken: the next reservation (any start accepted) is the one the refused request would have had.
+    const next = await slots.reserve(request);
+    assert.ok(next.granted && next.startInMs > 9_000 && next.startInMs <= 10_000, JSON.stringify(next));
+    await connection.close();
+  });
+
   // The reservation schedules a start on the server's clock; the holder starts when its reply has
   // arrived and the wait is over, later under load (a late reply, a busy event loop). The release
   // carries how long ago the request really left (sentAgoMs), and the script moves `last` to that
