@@ -199,6 +199,23 @@ const VERSION_COLUMNS = `id, origin, url, state, status, error, sha256, bytes, t
   body IS NOT NULL AS has_body, body_cut, EXISTS (SELECT 1 FROM robots_versions p WHERE p.origin = robots_versions.origin AND p.id < robots_versions.id) AS has_previous`;
 
 /**
+ * The error of a ledger file SQLite could not read (opened, then a query failed: damaged pages,
+ * another process's lock), naming the file and what the code means; other errors (bugs) as they are.
+ * @returns a {@link LedgerError} `ERR_LEDGER_OPEN` for an SQLite error, else `error` itself.
+ */
+export function unreadableLedgerError(path: string, error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return error;
+  const hint =
+    code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB'
+      ? ' (the file is damaged: the proxy, if running, keeps serving; move the file away and it starts a new one, or recover it with `sqlite3 FILE .recover`)'
+      : code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')
+        ? ' (another process holds a lock on it; try again)'
+        : '';
+  return new LedgerError('ERR_LEDGER_OPEN', `cannot read the ledger ${path}: ${(error as Error).message}${hint}`, { cause: error });
+}
+
+/**
  * Queries over one ledger file. Open with {@link LedgerReader.open}; close when done.
  * Every method takes a {@link ReportQuery} (range, filters, row limit).
  */
@@ -229,7 +246,7 @@ export class LedgerReader {
     } catch (error) {
       db.close();
       if (error instanceof LedgerError) throw error;
-      throw new LedgerError('ERR_LEDGER_OPEN', `cannot read the ledger ${path}: ${(error as Error).message}`, { cause: error });
+      throw unreadableLedgerError(path, error);
     }
   }
 

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseCommandArgs } from '../../cli-args.js';
 import { UsageError } from '../../errors.js';
-import { LedgerReader } from './ledger-reader.js';
+import { LedgerReader, unreadableLedgerError } from './ledger-reader.js';
 import { buildReport, diffsOfChangedVersions, type ReportData, type VersionDiff } from './report-data.js';
 import { parseReportQuery } from './report-query.js';
 import { renderReportPage } from './report-page.js';
@@ -74,6 +74,8 @@ export async function runReportCommand(args: string[], deps: ReportCommandDeps):
   if (!parsed.ok) throw new UsageError(`report: ${parsed.message.replace(/^range/, '--since').replace(/^from/, '--from').replace(/^to/, '--to')}`);
 
   let reader: LedgerReader;
+  /** The ledger file read (undefined: rebuilt from access logs). */
+  let ledgerPath: string | undefined;
   if (values['from-logs']) {
     if (positionals.length === 0) throw new UsageError('report --from-logs needs one or more access-log files ("-" for standard input)');
     if (deps.readerFromLogs === undefined) throw new UsageError('report --from-logs is not available');
@@ -83,13 +85,17 @@ export async function runReportCommand(args: string[], deps: ReportCommandDeps):
   } else {
     if (positionals.length > 0) throw new UsageError(`report: unexpected argument "${positionals[0]}" (log files need --from-logs)`);
     if (values.ledger !== undefined && values.config !== undefined) throw new UsageError('report: give --ledger or --config, not both');
-    reader = LedgerReader.open(values.ledger ?? deps.ledgerPathFromConfig(values.config));
+    ledgerPath = values.ledger ?? deps.ledgerPathFromConfig(values.config);
+    reader = LedgerReader.open(ledgerPath);
   }
   let data: ReportData;
   let diffs: VersionDiff[];
   try {
     data = buildReport(reader, parsed.query, nowMs);
     diffs = diffsOfChangedVersions(reader, data);
+  } catch (error) {
+    // A damaged page is found by the query that reads it, after the open: say which file, as the open does.
+    throw ledgerPath === undefined ? error : unreadableLedgerError(ledgerPath, error);
   } finally {
     reader.close();
   }

@@ -6,7 +6,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { openSync, readFileSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { openLedgerDatabase } from '../../../src/audit/ledger/ledger.js';
 import { join } from 'node:path';
 import { runCli as runCliProcess } from '../../helpers/cli.js';
 import { longLineThen } from '../../helpers/long-line.js';
@@ -150,6 +152,26 @@ describe('robots-proxy report', () => {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /cannot open the ledger .*nope\.sqlite/);
     assert.match(missing.stderr, /run `robots-proxy serve` with the same config, or name the file with --ledger/, 'it says how the file comes to exist');
+  });
+
+  it('names the file and says it is damaged when a query meets a damaged page after the open ("robots-proxy: database disk image is malformed" before)', async () => {
+    const damaged = join(dir, 'damaged.sqlite');
+    const db = openLedgerDatabase(damaged);
+    db.pragma('journal_mode = DELETE');
+    const insert = db.prepare("INSERT INTO refusals (at_ms, request_id, identity, token, origin, url, reason, status) VALUES (?, ?, '', 'gptbot', 'https://a.example', ?, 'rule-disallow', 403)");
+    const nowMs = Date.now();
+    db.transaction(() => {
+      for (let i = 0; i < 20_000; i++) insert.run(nowMs - i, `r${i}`, `https://a.example/private/${'x'.repeat(100)}${i}`);
+    })();
+    db.close();
+    // The header and schema pages stay good (the open succeeds); pages in the middle of the table are junk.
+    const fd = openSync(damaged, 'r+');
+    writeSync(fd, randomBytes(20 * 4096), 0, 20 * 4096, 50 * 4096);
+    closeSync(fd);
+    const result = await runCli(['report', '--ledger', damaged, '--json']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /cannot read the ledger .*damaged\.sqlite: database disk image is malformed \(the file is damaged/);
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
   });
 
   it('refuses --from/--to in seconds since the epoch, saying how it read them and what to write ("the range is longer than 3650 days" before)', async () => {
