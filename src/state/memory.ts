@@ -27,6 +27,8 @@ interface OriginSlots {
   solo: string | undefined;
   /** Token -> lease end, ms. */
   inFlight: Map<string, number>;
+  /** A reservation was answered busy since the last announced release. */
+  isWaiting: boolean;
   pausedUntilMs: number;
 }
 
@@ -57,7 +59,10 @@ export class MemorySlotStore implements SlotStore {
     const state = this.#stateOf(request.origin);
     if (state.pausedUntilMs > nowMs) return { granted: false, why: 'paused', retryInMs: state.pausedUntilMs - nowMs };
     for (const [token, endMs] of state.inFlight) if (endMs <= nowMs) state.inFlight.delete(token);
-    const busy = (): SlotReservation => ({ granted: false, why: 'busy', retryInMs: Math.min(...state.inFlight.values()) - nowMs });
+    const busy = (): SlotReservation => {
+      state.isWaiting = true;
+      return { granted: false, why: 'busy', retryInMs: Math.min(...state.inFlight.values()) - nowMs };
+    };
     const token = `m${this.#seq++}`;
     let startMs = nowMs;
     if (request.delayMs > 0) {
@@ -87,7 +92,8 @@ export class MemorySlotStore implements SlotStore {
     }
     state.lastEndMs = nowMs;
     if (facts.pauseMs > 0) state.pausedUntilMs = Math.max(state.pausedUntilMs, nowMs + facts.pauseMs);
-    if (wasHeld && (isSolo || before >= (lease as MemoryLease).maxConcurrency)) {
+    if (wasHeld && (isSolo || state.isWaiting || before >= (lease as MemoryLease).maxConcurrency)) {
+      state.isWaiting = false;
       for (const listener of this.#listeners.get(lease.origin) ?? []) queueMicrotask(listener);
     }
   }
@@ -113,7 +119,7 @@ export class MemorySlotStore implements SlotStore {
   #stateOf(origin: string): OriginSlots {
     let state = this.#origins.get(origin);
     if (!state) {
-      state = { lastStartMs: -Infinity, lastEndMs: -Infinity, solo: undefined, inFlight: new Map(), pausedUntilMs: 0 };
+      state = { lastStartMs: -Infinity, lastEndMs: -Infinity, solo: undefined, inFlight: new Map(), isWaiting: false, pausedUntilMs: 0 };
       this.#origins.set(origin, state);
     }
     return state;

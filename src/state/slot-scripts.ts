@@ -3,7 +3,8 @@
  * on the Redis server and reads the server's clock (`TIME`), so the clocks of
  * the instances cannot skew a start. Keys of one origin:
  * - `slot:<origin>` hash: `last` (latest start, ms on the server's clock),
- *   `end` (latest release), `solo` (token of the delayed request holding the origin);
+ *   `end` (latest release), `solo` (token of the delayed request holding the origin),
+ *   `waiting` (set while a reservation was answered busy and no release has been announced since);
  * - `busy:<origin>` sorted set: tokens in flight, scored by their lease end;
  * - `pause:<origin>`: end of an upstream 429/503 pause.
  * Times are kept as decimal ms with three decimals (Lua's default number
@@ -50,6 +51,9 @@ local delay = tonumber(ARGV[2])
 local lease = tonumber(ARGV[4])
 local function busy()
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  -- Someone waits: the next release is announced, whatever the limits of the request released.
+  redis.call('HSET', KEYS[1], 'waiting', '1')
+  if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], math.ceil(lease)) end
   return {0, 'busy', fmt(tonumber(first[2]) - now)}
 end
 local last = num(redis.call('HGET', KEYS[1], 'last'))
@@ -85,7 +89,9 @@ export const RELEASE_ARGS = 5;
  * - the delayed holder's real start (now - sentAgoMs) moves `last` later, never earlier;
  * - a pause is the later of the current one and now + pauseMs;
  * - the release is announced (the origin's name on the channel) when someone may be waiting:
- *   the origin was held by a delayed request, or was at maxConcurrency.
+ *   the origin was held by a delayed request, or was at maxConcurrency, or a reservation was
+ *   answered busy since the last announcement (`waiting`: a delayed request waits for nothing
+ *   in flight, a request under a policy rule's lower maxConcurrency for fewer than the others').
  */
 export const RELEASE_SCRIPT = `${PROLOGUE}
 for i = 0, (#KEYS / 3) - 1 do
@@ -98,8 +104,10 @@ for i = 0, (#KEYS / 3) - 1 do
   local before = redis.call('ZCARD', z)
   local removed = redis.call('ZREM', z, token)
   local isSolo = false
+  local isWaiting = false
   if redis.call('EXISTS', h) == 1 then
     isSolo = redis.call('HGET', h, 'solo') == token
+    isWaiting = redis.call('HEXISTS', h, 'waiting') == 1
     if isSolo then
       if sentAgo >= 0 then
         local sent = now - sentAgo
@@ -110,7 +118,10 @@ for i = 0, (#KEYS / 3) - 1 do
     redis.call('HSET', h, 'end', fmt(now))
   end
   setPause(p, pauseMs)
-  if removed == 1 and (isSolo or before >= maxc) then redis.call('PUBLISH', ARGV[1], origin) end
+  if removed == 1 and (isSolo or isWaiting or before >= maxc) then
+    if isWaiting then redis.call('HDEL', h, 'waiting') end
+    redis.call('PUBLISH', ARGV[1], origin)
+  end
 end
 return 1
 `;

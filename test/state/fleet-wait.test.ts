@@ -5,6 +5,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { proxyGet } from '../helpers/harness.js';
 import { startOriginsProcess, type OriginsProcess, type ProxyProcess } from '../helpers/processes.js';
 import { REDIS_SKIP, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { fleetYaml, freshPrefix, sendThroughFleet, startFleet } from '../helpers/fleet.js';
@@ -41,5 +42,43 @@ describe('a fleet of two waiting for each other\'s slots with the default maxWai
     const work = Array.from({ length: 6 }, (_, i) => ({ host: 'C', path: `/c/${i}` }));
     const results = await sendThroughFleet(fleet, work, (h) => origins.urlOf(h), { concurrency: 6 });
     assert.deepEqual(results.map((r) => `${r.path} ${r.status}`).sort(), work.map((w) => `${w.path} 200`).sort());
+  });
+});
+
+describe('a fleet of two: one bot\'s Crawl-delay beside another bot\'s undelayed requests at one origin', { skip: REDIS_SKIP }, () => {
+  let redis: RedisServer;
+  let origins: OriginsProcess;
+  let fleet: ProxyProcess[] = [];
+
+  before(async () => {
+    redis = await startRedisServer();
+    [origins, fleet] = await Promise.all([
+      startOriginsProcess({
+        M: { robots: 'User-agent: SlowBot\nCrawl-delay: 0.1\n\nUser-agent: *\nAllow: /\n', paths: { '/long': { delayMs: 500 } } },
+      }),
+      startFleet(fleetYaml(redis.url, freshPrefix(), { pacing: '{ maxConcurrency: 4, maxWait: 5s }', slotLease: '30s' }), 2),
+    ]);
+  });
+
+  after(async () => {
+    await Promise.all(fleet.map((p) => p.close()));
+    await origins?.close();
+    await redis?.close();
+  });
+
+  it('the delayed request starts once the undelayed one ends: its release is announced (it waited for the lease end, 30 s, and got 429 at maxWait before)', async () => {
+    const get = (proxy: ProxyProcess, path: string, userAgent: string) => proxyGet(proxy.proxyPort, origins.urlOf('M') + path, { headers: { 'user-agent': userAgent } });
+    assert.equal((await get(fleet[0]!, '/warm', 'SlowBot/1.0')).status, 200);
+    const long = get(fleet[0]!, '/long', 'OtherBot/1.0');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const askedAtMs = Date.now();
+    const delayed = await get(fleet[1]!, '/after', 'SlowBot/1.0');
+    assert.equal(delayed.status, 200, `${delayed.status} ${String(delayed.headers['x-robots-proxy-decision'])}`);
+    assert.equal((await long).status, 200);
+    const hits = await origins.hits('M');
+    const longHit = hits.find((h) => h.url === '/long')!;
+    const afterHit = hits.find((h) => h.url === '/after')!;
+    assert.ok(afterHit.atMs >= longHit.atMs + 450, 'not beside the undelayed request (500 ms at the origin)');
+    assert.ok(Date.now() - askedAtMs < 4_000, `answered after ${Date.now() - askedAtMs} ms`);
   });
 });

@@ -116,6 +116,40 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     await connection.close();
   });
 
+  it('announces a release below maxConcurrency to a request it left waiting: a delayed one, or one under a lower maxConcurrency (each waited for the lease end before)', { timeout: 20_000 }, async () => {
+    const keyPrefix = freshPrefix();
+    const { connection, slots } = await open(redis, 30_000, 300, keyPrefix);
+    const waiter = await open(redis, 30_000, 300, keyPrefix);
+    const origin = ORIGIN + ':8444';
+    const undelayed = { origin, delayMs: 0, maxConcurrency: 4, isEndToStart: false };
+    const leases = [await slots.reserve(undelayed), await slots.reserve(undelayed)];
+    assert.ok(leases.every((l) => l.granted));
+    let notices = 0;
+    const unsubscribe = waiter.slots.onFree(origin, () => notices++);
+    // Two in flight, below their maxConcurrency 4: nobody waits, nothing is announced.
+    slots.release((leases[0] as { lease: SlotLease }).lease, { sentAgoMs: 0, pauseMs: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(notices, 0);
+    // A delayed request (another bot's Crawl-delay) waits for nothing in flight.
+    const delayed = await waiter.slots.reserve({ ...undelayed, delayMs: 1_000 });
+    assert.ok(!delayed.granted && delayed.why === 'busy' && delayed.retryInMs > 20_000, 'busy until the lease end, as far as the answer says');
+    const announced = new Promise<void>((resolve) => waiter.slots.onFree(origin, resolve));
+    slots.release((leases[1] as { lease: SlotLease }).lease, { sentAgoMs: 0, pauseMs: 0 });
+    await announced;
+    assert.equal(notices, 1);
+    assert.ok((await waiter.slots.reserve({ ...undelayed, delayMs: 1_000 })).granted);
+    // A request under a lower maxConcurrency (a policy rule's 1) beside two undelayed ones under 4.
+    const origin2 = ORIGIN + ':8445';
+    const two = [await slots.reserve({ ...undelayed, origin: origin2 }), await slots.reserve({ ...undelayed, origin: origin2 })];
+    assert.ok(two.every((l) => l.granted));
+    assert.equal((await waiter.slots.reserve({ ...undelayed, origin: origin2, maxConcurrency: 1 })).granted, false);
+    const announced2 = new Promise<void>((resolve) => waiter.slots.onFree(origin2, resolve));
+    slots.release((two[0] as { lease: SlotLease }).lease, { sentAgoMs: 0, pauseMs: 0 });
+    await announced2;
+    unsubscribe();
+    await Promise.all([connection.close(), waiter.connection.close()]);
+  });
+
   it('shares a pause, and frees a lease nobody releases once it ends', async () => {
     const { connection, slots, keyPrefix } = await open(redis, 300);
     const request = { origin: ORIGIN, delayMs: 50, maxConcurrency: 1, isEndToStart: false };
