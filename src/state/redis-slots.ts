@@ -5,7 +5,9 @@
  * path; a release that someone may wait for is announced on a channel, so
  * waiting instances ask again at once instead of polling. Leases free the
  * slots of a crashed instance; held slots are renewed, so a long request keeps
- * its slot. Extension, not in RFC 9309.
+ * its slot. A release Redis did not take (down, stalled) is sent again once it
+ * answers, so a lease it still holds does not keep the origin busy for the
+ * fleet until it ends. Extension, not in RFC 9309.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -32,7 +34,12 @@ interface HeldLease extends SlotLease {
 interface PendingRelease {
   lease: HeldLease;
   facts: SlotReturn;
+  /** When the release was not sent (Redis did not answer), ms (this process's monotonic clock). */
+  unsentAtMs?: number;
 }
+
+/** Releases kept to send again once Redis answers; beyond, the oldest are dropped (their leases end on their own). */
+const MAX_UNSENT_RELEASES = 10_000;
 
 type ScriptReply = [number, string, string];
 
@@ -51,6 +58,8 @@ export class RedisSlotStore implements SlotStore {
   readonly #listeners = new Map<string, Set<() => void>>();
   readonly #held = new Map<string, HeldLease>();
   #pending: PendingRelease[] = [];
+  /** Releases Redis did not take, oldest first: sent again when it answers. */
+  #unsent: PendingRelease[] = [];
   #isFlushScheduled = false;
   readonly #renewTimer: NodeJS.Timeout;
   #tokenSeq = 0;
@@ -70,6 +79,9 @@ export class RedisSlotStore implements SlotStore {
     // Leases are renewed when a third of them has passed: a slow request keeps its slot, a dead holder loses it.
     this.#renewTimer = setInterval(() => this.#renew(), Math.max(50, Math.floor(options.slotLeaseMs / 3)));
     this.#renewTimer.unref();
+    connection.onAvailability((isAvailable) => {
+      if (isAvailable) this.#resendUnsent();
+    });
   }
 
   /** Subscribes to the release announcements. Never rejects. */
@@ -147,6 +159,8 @@ export class RedisSlotStore implements SlotStore {
   /** Sends the releases still pending and stops renewing. */
   async close(): Promise<void> {
     clearInterval(this.#renewTimer);
+    this.#pending.push(...this.#unsent);
+    this.#unsent = [];
     this.#flush();
     this.#held.clear();
   }
@@ -162,17 +176,37 @@ export class RedisSlotStore implements SlotStore {
     this.#pending = [];
     const keys: string[] = [];
     const args: string[] = [this.#freeChannel];
-    for (const { lease, facts } of batch) {
+    const nowMs = performance.now();
+    for (const { lease, facts, unsentAtMs } of batch) {
+      // A release sent late: its request started that much longer ago, its pause has that much less to run.
+      const lateMs = unsentAtMs === undefined ? 0 : nowMs - unsentAtMs;
+      const sentAgoMs = facts.sentAgoMs === undefined ? -1 : facts.sentAgoMs + lateMs;
       keys.push(...this.#keysOf(lease.origin));
-      args.push(lease.token, String(facts.sentAgoMs ?? -1), String(Math.max(0, facts.pauseMs)), String(lease.maxConcurrency), lease.origin);
+      args.push(lease.token, String(sentAgoMs), String(Math.max(0, facts.pauseMs - lateMs)), String(lease.maxConcurrency), lease.origin);
     }
     if (args.length !== 1 + batch.length * RELEASE_ARGS) throw new Error('release arguments out of step with RELEASE_ARGS');
     this.#connection
       .run('release', (client) => (client as unknown as SlotCommands).rpRelease(String(keys.length), ...keys, ...args))
       .catch((error: unknown) => {
-        // The leases end on their own; a lost pause is the one thing not shared (logged).
-        this.#options.logger.warn({ event: 'fleet-state', releases: batch.length, err: (error as Error).message }, 'slot release not sent to Redis; the leases expire instead');
+        // Sent again once Redis answers (a release is idempotent: a token already gone is left alone).
+        for (const release of batch) {
+          release.unsentAtMs ??= nowMs;
+          this.#unsent.push(release);
+        }
+        if (this.#unsent.length > MAX_UNSENT_RELEASES) this.#unsent.splice(0, this.#unsent.length - MAX_UNSENT_RELEASES);
+        this.#options.logger.warn(
+          { event: 'fleet-state', releases: batch.length, unsent: this.#unsent.length, err: (error as Error).message },
+          'slot release not sent to Redis; sent again once Redis answers (the leases expire meanwhile)',
+        );
       });
+  }
+
+  /** Sends the releases Redis did not take, in one batch. */
+  #resendUnsent(): void {
+    if (this.#unsent.length === 0) return;
+    this.#pending.push(...this.#unsent);
+    this.#unsent = [];
+    this.#flush();
   }
 
   #renew(): void {

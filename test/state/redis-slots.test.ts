@@ -175,6 +175,32 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     await Promise.all([connection.close(), other.connection.close()]);
   });
 
+  it('sends a release Redis did not take (stalled) again once it answers: the origin is not busy until the lease ends', { timeout: 20_000 }, async () => {
+    const keyPrefix = freshPrefix();
+    const { connection, slots } = await open(redis, 30_000, 300, keyPrefix);
+    const other = await open(redis, 30_000, 300, keyPrefix);
+    const origin = ORIGIN + ':8446';
+    const request = { origin, delayMs: 100, maxConcurrency: 4, isEndToStart: false };
+    const held = await slots.reserve(request);
+    assert.ok(held.granted);
+    redis.signal('SIGSTOP');
+    try {
+      // The first command after the stall times out; the release after it is not even sent (known down).
+      await assert.rejects(slots.reserve({ ...request, origin: ORIGIN + ':8447' }), StateUnavailableError);
+      assert.equal(slots.isAvailable, false);
+      slots.release((held as { lease: SlotLease }).lease, { sentAgoMs: 50, pauseMs: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      redis.signal('SIGCONT');
+    }
+    for (const deadline = Date.now() + 5_000; !(slots.isAvailable && other.slots.isAvailable) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(slots.isAvailable && other.slots.isAvailable, 'available again');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const next = await other.slots.reserve(request);
+    assert.ok(next.granted, `the origin is free (it was busy until the lease end before): ${JSON.stringify(next)}`);
+    await Promise.all([connection.close(), other.connection.close()]);
+  });
+
   it('gives up within the command timeout on a server that stopped answering, and recovers', async () => {
     const { connection, slots } = await open(redis, 30_000, 300);
     assert.equal(connection.isAvailable, true);
