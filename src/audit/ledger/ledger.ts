@@ -13,7 +13,7 @@ import Database, { type Database as Db, type Statement } from 'better-sqlite3';
 import type { AccessEntry } from '../access-entry.js';
 import type { Clock } from '../../clock.js';
 import { MINUTE_MS, RollupAggregator, type RollupAggregatorStats, type RollupCell } from './rollup.js';
-import { migrate, WAIT_COLUMNS } from './schema.js';
+import { migrate, refuseForeignFile, WAIT_COLUMNS } from './schema.js';
 import { isSameVersion, versionRowOf, type RobotsFetchRecord, type RobotsVersionRow } from './robots-history.js';
 
 /** Why a write (or an open) failed, as counted: a metrics label. */
@@ -111,13 +111,15 @@ interface Statements {
 /**
  * Opens `path` for writing: creates the directory, sets WAL (readers never block the writer),
  * `synchronous=NORMAL` and no busy wait (a locked file fails the write at once rather than
- * stalling the event loop), and migrates the schema.
- * @throws SQLite or file-system errors; {@link LedgerError} for a newer schema.
+ * stalling the event loop), and migrates the schema. Another application's database is refused
+ * before anything is written to it.
+ * @throws SQLite or file-system errors; {@link LedgerError} for a newer schema or a foreign file.
  */
 export function openLedgerDatabase(path: string): Db {
   mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 0 });
   try {
+    refuseForeignFile(db);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     migrate(db);

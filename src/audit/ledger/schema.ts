@@ -107,6 +107,23 @@ export function schemaVersionOf(db: Database): number {
 }
 
 /**
+ * Refuses a file that holds another application's database (a `ledger.path` naming the wrong
+ * file): tables at schema version 0, or no `rollups` table at a later one. Read-only; call it
+ * before anything writes to the file (the journal mode included).
+ * @throws {LedgerError} `ERR_LEDGER_SCHEMA` naming the tables found.
+ */
+export function refuseForeignFile(db: Database): void {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
+  const version = schemaVersionOf(db);
+  if (version === 0 ? tables.length === 0 : tables.includes('rollups')) return;
+  const shown = tables.slice(0, 5).join(', ') + (tables.length > 5 ? `, ... (${tables.length} tables)` : '');
+  throw new LedgerError(
+    'ERR_LEDGER_SCHEMA',
+    `the file is not a robots-proxy ledger (schema version ${version}, tables: ${shown || 'none'}); it is left untouched: name another ledger.path`,
+  );
+}
+
+/**
  * Brings `db` to {@link LEDGER_SCHEMA_VERSION}, one migration per transaction.
  * @param target version to stop at (tests build older files with it). @default LEDGER_SCHEMA_VERSION
  * @returns the version the file had before.

@@ -267,6 +267,37 @@ describe('ledger: a database that cannot be written never fails a request', () =
       db.close();
     }
   });
+
+  it('another application\'s database at ledger.path is refused and left untouched, its journal mode too; requests are served', async () => {
+    for (const version of [0, 2]) {
+      const stateDir = tempDir();
+      const path = join(stateDir, 'ledger.sqlite');
+      mkdirSync(stateDir, { recursive: true });
+      const foreign = new Database(path);
+      foreign.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');");
+      foreign.pragma(`user_version = ${version}`);
+      foreign.close();
+      const origin = await startOrigin(siteHandler({ robots: 'User-agent: *\nAllow: /\n' }));
+      const proxy = await startTestProxy({ stateDir, ledger: { flushInterval: '20ms' } });
+      try {
+        assert.equal((await proxyGet(proxy.proxyAddress.port, `${origin.url}/x`)).status, 200);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.ok(proxy.ledger!.stats().failures.schema >= 1, `version ${version}: refused as schema`);
+        assert.equal(proxy.ledger!.stats().writes, 0);
+      } finally {
+        await proxy.close();
+        await origin.close();
+      }
+      const db = openReadOnly(path);
+      try {
+        assert.deepEqual(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all(), ['users'], `version ${version}: no ledger table written into it`);
+        assert.equal(db.pragma('journal_mode', { simple: true }), 'delete', `version ${version}: not switched to WAL`);
+        assert.equal(db.pragma('user_version', { simple: true }), version);
+      } finally {
+        db.close();
+      }
+    }
+  });
 });
 
 describe('ledger: reload and shutdown', () => {
