@@ -115,7 +115,7 @@ export class FleetPacer implements RequestPacer {
 
   /**
    * Waits for a local slot, then for the fleet's (see {@link Pacer.acquire} for the local part and
-   * its refusals). A fleet wait longer than `maxWaitMs` is refused `queue-full` (`max-wait`): at once
+   * its refusals). A wait longer than `maxWaitMs` in all, the local queue's included, is refused `queue-full` (`max-wait`): at once
    * when the origin is paused past it or its next fleet-wide start is later (the start is then
    * not reserved), else once the wait has lasted that long.
    * While the store is unavailable: see the module comment. Never rejects but for bad limits.
@@ -233,7 +233,9 @@ export class FleetPacer implements RequestPacer {
   async #reserveLoop(local: Slot, options: AcquireOptions, enqueuedAtMs: number, wait: FleetWait): Promise<AcquireOutcome | 'unavailable'> {
     const { slots, clock } = this.#options;
     const origin = local.origin;
-    const deadlineMs = clock.nowMs() + this.#pacing.maxWaitMs;
+    // maxWait bounds the whole wait, the local queue's included: the local pacer's estimate knows
+    // nothing of the other instances' requests, so the fleet part must not start a fresh maxWait.
+    const deadlineMs = enqueuedAtMs + this.#pacing.maxWaitMs;
     for (;;) {
       if (this.#isClosed) return CLOSED;
       if (options.signal?.aborted) return ABORTED;

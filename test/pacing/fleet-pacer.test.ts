@@ -165,6 +165,25 @@ describe('FleetPacer over a shared slot store', () => {
     assert.ok((await next).granted);
     assert.equal(starts[1]! - askedAtMs, 0);
   });
+
+  it('maxWait bounds the whole wait: a request that waited in its instance\'s queue has only the rest of it for the fleet\'s slot', async () => {
+    const clock = new FakeClock();
+    const short: PacingOptions = { ...OPTIONS, maxWaitMs: 1_000 };
+    const slots = new MemorySlotStore(clock, 30_000);
+    const [a, b] = Array.from({ length: 2 }, () => new FleetPacer(new Pacer(short, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing: short, clock }));
+    // a holds the origin for 5 s; b's two requests queue behind it (b's own queue: one ahead, 100 ms).
+    const held = await a!.acquire(ORIGIN, 100, { identity: 'bot' });
+    assert.ok(held.granted);
+    held.slot.markSent();
+    const answeredAtMs: number[] = [];
+    const askedAtMs = clock.nowMs();
+    const asked = [0, 1].map(() => b!.acquire(ORIGIN, 100, { identity: 'bot' }).then((o) => (answeredAtMs.push(clock.nowMs() - askedAtMs), o)));
+    await settle(clock, 2_500);
+    const outcomes = await Promise.all(asked);
+    assert.deepEqual(outcomes.map((o) => (o.granted ? 'granted' : o.refusal.reason)), ['queue-full', 'queue-full']);
+    assert.ok(answeredAtMs.every((t) => t <= 1_000 + 10), `answered after ${answeredAtMs.join(', ')} ms: maxWait is 1000 ms (the second waited 2000 ms before)`);
+    held.slot.release({ status: 200 });
+  });
 });
 
 /** A store that does not answer (Redis down). */
