@@ -95,12 +95,18 @@ export class RedisSlotStore implements SlotStore {
     return this.#connection.isAvailable;
   }
 
-  /** @throws {StateUnavailableError} when Redis does not answer in time. */
+  /**
+   * @throws {StateUnavailableError} when Redis does not answer in time. A reservation sent but not
+   *   answered may still be made once a stalled Redis runs it: its release is kept and sent once
+   *   Redis answers, so the lease does not hold the origin for the fleet until it ends.
+   */
   async reserve(request: SlotRequest): Promise<SlotReservation> {
     const token = `${this.#tokenPrefix}.${(this.#tokenSeq++).toString(36)}`;
     const keys = this.#keysOf(request.origin);
-    const reply = await this.#connection.run('reserve', (client) =>
-      (client as unknown as SlotCommands).rpReserve(
+    let isSent = false;
+    const reply = await this.#connection.run('reserve', (client) => {
+      isSent = true;
+      return (client as unknown as SlotCommands).rpReserve(
         keys[0],
         keys[1],
         keys[2],
@@ -111,8 +117,11 @@ export class RedisSlotStore implements SlotStore {
         request.isEndToStart ? '1' : '0',
         String(Math.max(MIN_RETAIN_MS, request.delayMs * 2)),
         String(request.maxStartInMs ?? Number.MAX_VALUE),
-      ),
-    );
+      );
+    }).catch((error: unknown) => {
+      if (isSent) this.#keepUnsent([{ lease: { origin: request.origin, token, isDelayed: request.delayMs > 0, maxConcurrency: request.maxConcurrency, renewedAtMs: 0 }, facts: { sentAgoMs: undefined, pauseMs: 0 } }]);
+      throw error;
+    });
     const ms = Math.max(0, Number(reply[2]));
     if (reply[0] !== 1) return { granted: false, why: reply[1] === 'paused' || reply[1] === 'later' ? reply[1] : 'busy', retryInMs: ms };
     const lease: HeldLease = { origin: request.origin, token, isDelayed: request.delayMs > 0, maxConcurrency: request.maxConcurrency, renewedAtMs: performance.now() };
@@ -189,16 +198,22 @@ export class RedisSlotStore implements SlotStore {
       .run('release', (client) => (client as unknown as SlotCommands).rpRelease(String(keys.length), ...keys, ...args))
       .catch((error: unknown) => {
         // Sent again once Redis answers (a release is idempotent: a token already gone is left alone).
-        for (const release of batch) {
-          release.unsentAtMs ??= nowMs;
-          this.#unsent.push(release);
-        }
-        if (this.#unsent.length > MAX_UNSENT_RELEASES) this.#unsent.splice(0, this.#unsent.length - MAX_UNSENT_RELEASES);
+        this.#keepUnsent(batch);
         this.#options.logger.warn(
           { event: 'fleet-state', releases: batch.length, unsent: this.#unsent.length, err: (error as Error).message },
           'slot release not sent to Redis; sent again once Redis answers (the leases expire meanwhile)',
         );
       });
+  }
+
+  /** Keeps releases Redis did not take (or reservations it may have made unanswered) to send once it answers. */
+  #keepUnsent(releases: PendingRelease[]): void {
+    const nowMs = performance.now();
+    for (const release of releases) {
+      release.unsentAtMs ??= nowMs;
+      this.#unsent.push(release);
+    }
+    if (this.#unsent.length > MAX_UNSENT_RELEASES) this.#unsent.splice(0, this.#unsent.length - MAX_UNSENT_RELEASES);
   }
 
   /** Sends the releases Redis did not take, in one batch. */

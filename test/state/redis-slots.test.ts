@@ -201,6 +201,26 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     await Promise.all([connection.close(), other.connection.close()]);
   });
 
+  it('releases a reservation a stalled Redis made after the caller gave up on it: the origin is not busy until the lease ends', { timeout: 20_000 }, async () => {
+    const keyPrefix = freshPrefix();
+    const { connection, slots } = await open(redis, 30_000, 300, keyPrefix);
+    const other = await open(redis, 30_000, 300, keyPrefix);
+    const request = { origin: ORIGIN + ':8448', delayMs: 100, maxConcurrency: 4, isEndToStart: false };
+    redis.signal('SIGSTOP');
+    try {
+      // Sent, not answered in time: the script runs once the server resumes, and makes the reservation.
+      await assert.rejects(slots.reserve(request), StateUnavailableError);
+    } finally {
+      redis.signal('SIGCONT');
+    }
+    for (const deadline = Date.now() + 5_000; !(slots.isAvailable && other.slots.isAvailable) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(slots.isAvailable && other.slots.isAvailable, 'available again');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const next = await other.slots.reserve(request);
+    assert.ok(next.granted, `the origin is free (it was busy until the lease end before): ${JSON.stringify(next)}`);
+    await Promise.all([connection.close(), other.connection.close()]);
+  });
+
   it('gives up within the command timeout on a server that stopped answering, and recovers', async () => {
     const { connection, slots } = await open(redis, 30_000, 300);
     assert.equal(connection.isAvailable, true);
