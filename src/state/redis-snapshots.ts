@@ -8,7 +8,8 @@
  * what it stored. Stored snapshots carry their body (gzipped when large) and
  * expire; every instance keeps its own copy in front (the robots cache) and
  * drops it when another instance announces a newer one. When Redis fails, the
- * fetch is this instance's own. Extension, not in RFC 9309.
+ * fetch is this instance's own; a lock a stalled Redis may have given it
+ * unanswered is freed once Redis answers. Extension, not in RFC 9309.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -80,6 +81,9 @@ export interface SnapshotFlightStats {
   alone: number;
 }
 
+/** Unanswered lock requests remembered at most; beyond, their leases end them. */
+const MAX_UNANSWERED_LOCKS = 1_000;
+
 /** The Redis {@link SnapshotFlight}. */
 export class RedisSnapshotFlight implements SnapshotFlight {
   readonly #connection: RedisConnection;
@@ -88,6 +92,8 @@ export class RedisSnapshotFlight implements SnapshotFlight {
   readonly #waiters = new Map<string, Set<() => void>>();
   readonly #newerListeners: Array<(origin: string) => void> = [];
   readonly #stats: SnapshotFlightStats = { shared: 0, led: 0, waits: 0, alone: 0 };
+  /** Locks asked for and not answered (a stalled Redis may have given them): freed once it answers. */
+  #unansweredLocks: Array<{ origin: string; token: string }> = [];
 
   constructor(connection: RedisConnection, options: RedisSnapshotFlightOptions) {
     this.#connection = connection;
@@ -98,12 +104,15 @@ export class RedisSnapshotFlight implements SnapshotFlight {
       client.defineCommand('rpLead', { numberOfKeys: 2, lua: LEAD_SCRIPT });
       client.defineCommand('rpShare', { numberOfKeys: 2, lua: SHARE_SCRIPT });
     }
+    connection.onAvailability((isAvailable) => {
+      if (isAvailable) this.#freeUnansweredLocks();
+    });
   }
 
   /** Subscribes to the fleet's announcements. Never rejects. */
   async start(): Promise<void> {
     await this.#connection.subscribe(this.#channel, (message) => {
-      let parsed: { origin?: unknown; by?: unknown };
+      let parsed: { origin?: unknown; by?: unknown; unlocked?: unknown };
       try {
         parsed = JSON.parse(message) as typeof parsed;
       } catch {
@@ -111,7 +120,7 @@ export class RedisSnapshotFlight implements SnapshotFlight {
       }
       if (typeof parsed.origin !== 'string') return;
       for (const wake of this.#waiters.get(parsed.origin) ?? []) wake();
-      if (parsed.by !== this.#connection.instanceId) for (const listener of this.#newerListeners) listener(parsed.origin);
+      if (parsed.by !== this.#connection.instanceId && parsed.unlocked !== true) for (const listener of this.#newerListeners) listener(parsed.origin);
     });
   }
 
@@ -150,11 +159,14 @@ export class RedisSnapshotFlight implements SnapshotFlight {
         wait.isNotified = false;
         const asOfMs = isStoredUnreadable ? Number.MAX_VALUE : clock.nowMs();
         let reply: [Buffer, Buffer | null];
+        let isSent = false;
         try {
-          reply = await this.#connection.run('robots lead', (client) =>
-            (client as unknown as FlightCommands).rpLeadBuffer(this.#snapshotKey(origin), this.#lockKey(origin), token, String(asOfMs), String(lockLeaseMs)),
-          );
+          reply = await this.#connection.run('robots lead', (client) => {
+            isSent = true;
+            return (client as unknown as FlightCommands).rpLeadBuffer(this.#snapshotKey(origin), this.#lockKey(origin), token, String(asOfMs), String(lockLeaseMs));
+          });
         } catch {
+          if (isSent && this.#unansweredLocks.length < MAX_UNANSWERED_LOCKS) this.#unansweredLocks.push({ origin, token });
           return await alone('Redis failed');
         }
         const kind = reply[0].toString();
@@ -189,6 +201,19 @@ export class RedisSnapshotFlight implements SnapshotFlight {
 
   async close(): Promise<void> {
     for (const waiters of this.#waiters.values()) for (const wake of waiters) wake();
+  }
+
+  /** Frees the locks a stalled Redis may have given unanswered (if still theirs) and announces them, so nobody waits for their lease. */
+  #freeUnansweredLocks(): void {
+    const locks = this.#unansweredLocks;
+    this.#unansweredLocks = [];
+    for (const { origin, token } of locks) {
+      // Wakes the waiters; `unlocked`: nothing new was stored, so no copy is dropped.
+      const message = JSON.stringify({ origin, by: this.#connection.instanceId, unlocked: true });
+      void this.#connection
+        .run('robots unlock', (client) => (client as unknown as FlightCommands).rpShare(this.#snapshotKey(origin), this.#lockKey(origin), token, '', '', '1', this.#channel, message))
+        .catch(() => undefined); // its lease ends it
+    }
   }
 
   #snapshotKey(origin: string): string {

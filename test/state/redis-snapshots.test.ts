@@ -125,6 +125,32 @@ describe('RedisSnapshotFlight', { skip: REDIS_SKIP }, () => {
     assert.equal(second.robots?.groups[0]?.rules[0]?.pattern, '/v2', 'the newer snapshot, read from Redis');
     assert.deepEqual(fetchesA, [1], 'no fetch of its own');
   });
+  it('frees a fetch lock a stalled Redis gave after the caller gave up on it: another instance leads at once, not after the lease', { timeout: 30_000 }, async () => {
+    const clock = manualClock(5_000_000);
+    const [a, b] = await instances(2, clock, 10_000);
+    let fetches = 0;
+    const fetchHere = async (): Promise<FetchedEntry> => {
+      fetches++;
+      return fetched('User-agent: *\nAllow: /\n', clock.nowMs());
+    };
+    // Command timeout 2 s (instances()): the lock request is sent, not answered; the script runs on resume.
+    redis.signal('SIGSTOP');
+    let entry;
+    try {
+      entry = await a!.refresh(ORIGIN, undefined, fetchHere);
+    } finally {
+      redis.signal('SIGCONT');
+    }
+    assert.equal(entry.snapshot.info.state, 'ok', 'fetched alone');
+    assert.equal(fetches, 1);
+    for (const deadline = Date.now() + 5_000; !connections.every((c) => c.isAvailable) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const startedAtMs = Date.now();
+    await b!.refresh(ORIGIN, undefined, fetchHere);
+    assert.equal(fetches, 2);
+    assert.ok(Date.now() - startedAtMs < 3_000, `led after ${Date.now() - startedAtMs} ms: the lock's lease is 10 s`);
+  });
+
   it('a stored snapshot it cannot read (a foreign or damaged record, with its TTL and a fresh "next") is fetched once for the fleet and replaced', { timeout: 30_000 }, async () => {
     const clock = manualClock(4_000_000);
     const keyPrefix = freshPrefix();
