@@ -46,6 +46,13 @@ const MAX_RECONNECT_DELAY_MS = 1_000;
 const PROBE_INTERVAL_MS = 500;
 
 /**
+ * The probe: a script that writes (a key of its own, expiring at once), so a server that answers
+ * PING but refuses the fleet's scripts' writes (a read-only replica after a failover: READONLY; a
+ * failed snapshot: MISCONF) is not taken as back, which made the state flap every probe.
+ */
+const PROBE_SCRIPT = "redis.call('SET', KEYS[1], ARGV[1], 'PX', 1000) return 1";
+
+/**
  * The command and subscriber connections of one instance. Starts unavailable
  * and becomes available once connected; a start with Redis down is not an
  * error (the fallback applies until it answers).
@@ -120,7 +127,8 @@ export class RedisConnection {
   }
 
   /**
-   * Runs one command (one round trip), counting it; a failure marks Redis unavailable.
+   * Runs one command (one round trip), counting it; a failure marks Redis unavailable until a
+ * probe (a script that writes, every 500 ms) succeeds.
    * @throws {StateUnavailableError} when Redis is known to be down, the command timed out or failed.
    */
   async run<T>(what: string, command: (client: Redis) => Promise<T>): Promise<T> {
@@ -156,7 +164,7 @@ export class RedisConnection {
     if (this.client.status !== 'ready' || this.#probe) return;
     this.#probe = setInterval(() => {
       this.client
-        .ping()
+        .eval(PROBE_SCRIPT, 1, this.key('probe', this.instanceId), '1')
         .then(() => {
           if (this.client.status === 'ready') this.#setAvailable(true, 'answers again');
         })

@@ -13,7 +13,7 @@ import { RedisConnection } from '../../src/state/redis-connection.js';
 import { RedisSlotStore } from '../../src/state/redis-slots.js';
 import type { SlotLease } from '../../src/state/types.js';
 import { StateUnavailableError } from '../../src/errors.js';
-import { REDIS_SKIP, useRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { REDIS_SKIP, startRedisServer, useRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix } from '../helpers/fleet.js';
 
 const ORIGIN = 'https://flaps.example';
@@ -106,6 +106,31 @@ describe('a fleet Redis that comes and goes', { skip: REDIS_SKIP }, () => {
     await connection.close();
   });
 
+  it('a server that answers but refuses writes (a read-only replica after a failover): unavailable once, not back at every probe, back once writable', { timeout: 30_000 }, async () => {
+    const primary = await startRedisServer();
+    const replica = await startRedisServer();
+    try {
+      const state = stateLines();
+      const { connection, slots } = await open(replica, state.logger);
+      await reservesFleetWide(connection, slots);
+      await replica.client.call('REPLICAOF', '127.0.0.1', String(primary.port));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await assert.rejects(slots.reserve(REQUEST), StateUnavailableError, 'READONLY');
+      assert.equal(connection.isAvailable, false);
+      // Two seconds: four probes. Each found PING answered and said "answers again" before, and the next command failed.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      assert.deepEqual(changes(state), [true, false], 'one change: no flapping while the server refuses writes');
+      assert.equal(connection.isAvailable, false);
+      await replica.client.call('REPLICAOF', 'NO', 'ONE');
+      await until(() => connection.isAvailable, 'the return once writable');
+      await reservesFleetWide(connection, slots);
+      assert.deepEqual(changes(state), [true, false, true]);
+      await connection.close();
+    } finally {
+      await Promise.all([replica.close(), primary.close()]);
+    }
+  });
+
   it('stalled and resumed twice: a probe finds each return; requests meanwhile send nothing and the probes stay few', async () => {
     const state = stateLines();
     const { connection, slots } = await open(redis, state.logger);
@@ -142,7 +167,8 @@ describe('a fleet Redis that comes and goes', { skip: REDIS_SKIP }, () => {
 });
 
 /** PINGs the server has answered since it started (INFO commandstats). */
+/** Probes the server ran: the probe is a plain EVAL (the fleet's own scripts are sent by their SHA). */
 async function pingCalls(redis: RedisServer): Promise<number> {
   const info = await redis.client.info('commandstats');
-  return Number(/cmdstat_ping:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  return Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
 }
