@@ -4,8 +4,10 @@
  */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { after, before } from 'node:test';
 import { proxyGet } from './harness.js';
-import { startProxyProcess, type ProxyProcess } from './processes.js';
+import { startOriginsProcess, startProxyProcess, type OriginsProcess, type ProxyProcess } from './processes.js';
+import { startRedisServer, type RedisServer } from './redis-server.js';
 
 /** The YAML of one fleet instance; `extra` adds top-level sections (and may override `pacing`). */
 export function fleetYaml(redisUrl: string, keyPrefix: string, options: { onUnavailable?: 'local' | 'deny'; commandTimeout?: string; slotLease?: string; robotsLockLease?: string; pacing?: string; extra?: string } = {}): string {
@@ -95,4 +97,30 @@ export async function sendThroughFleet(
   await Promise.all(Array.from({ length: options.concurrency ?? 32 }, worker));
   for (const agent of agents) agent.destroy();
   return results;
+}
+
+/** A running fleet with its Redis and its origins, as {@link useFleet} registers them. */
+export interface FleetUnderTest {
+  redis: RedisServer;
+  origins: OriginsProcess;
+  fleet: ProxyProcess[];
+}
+
+/**
+ * Registers, in the calling `describe`, a private redis-server, the origins of `specs` in a child
+ * process and `count` instances on the YAML `yamlOf` gives for the Redis URL; all closed after its tests.
+ * @returns the running parts, filled in once `before` has run.
+ */
+export function useFleet(specs: Parameters<typeof startOriginsProcess>[0], yamlOf: (redisUrl: string) => string, count: number): FleetUnderTest {
+  const running = {} as FleetUnderTest;
+  before(async () => {
+    running.redis = await startRedisServer();
+    [running.origins, running.fleet] = await Promise.all([startOriginsProcess(specs), startFleet(yamlOf(running.redis.url), count)]);
+  });
+  after(async () => {
+    await Promise.all((running.fleet ?? []).map((p) => p.close()));
+    await running.origins?.close();
+    await running.redis?.close();
+  });
+  return running;
 }

@@ -21,6 +21,13 @@ function fleetOf(clock: FakeClock, slots: SlotStore, count = 3, extra: Partial<C
   return Array.from({ length: count }, () => new FleetPacer(new Pacer(OPTIONS, clock), { slots, fleetSize: count, onUnavailable: 'local', pacing: OPTIONS, clock, ...extra }));
 }
 
+/** Two instances sharing a slot store (lease 30 s), with `maxWaitMs`. */
+function twoWithMaxWait(clock: FakeClock, maxWaitMs: number): FleetPacer[] {
+  const pacing: PacingOptions = { ...OPTIONS, maxWaitMs };
+  const slots = new MemorySlotStore(clock, 30_000);
+  return Array.from({ length: 2 }, () => new FleetPacer(new Pacer(pacing, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing, clock }));
+}
+
 /** Acquires, records the grant time, holds the slot `holdMs`, releases with `status`. */
 async function run(clock: FakeClock, pacer: FleetPacer, delayMs: number, starts: number[], holdMs = 10, status = 200): Promise<AcquireOutcome> {
   const outcome = await pacer.acquire(ORIGIN, delayMs, { identity: 'bot' });
@@ -113,9 +120,7 @@ describe('FleetPacer over a shared slot store', () => {
 
   it('maxWait: a slot another instance holds is waited for up to maxWait (its lease end is no estimate), a pause past it is refused at once', async () => {
     const clock = new FakeClock();
-    const short: PacingOptions = { ...OPTIONS, maxWaitMs: 500 };
-    const slots = new MemorySlotStore(clock, 30_000);
-    const [a, b] = Array.from({ length: 2 }, () => new FleetPacer(new Pacer(short, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing: short, clock }));
+    const [a, b] = twoWithMaxWait(clock, 500);
     // Held 300 ms (lease 30 s): granted once released, not refused at once.
     const starts: number[] = [];
     const held = await run(clock, a!, 100, starts, 300);
@@ -145,9 +150,7 @@ describe('FleetPacer over a shared slot store', () => {
 
   it('maxWait: a start the fleet can give no sooner than maxWait is refused at once, and takes no start from the others', async () => {
     const clock = new FakeClock();
-    const short: PacingOptions = { ...OPTIONS, maxWaitMs: 1_000 };
-    const slots = new MemorySlotStore(clock, 30_000);
-    const [a, b] = Array.from({ length: 2 }, () => new FleetPacer(new Pacer(short, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing: short, clock }));
+    const [a, b] = twoWithMaxWait(clock, 1_000);
     const starts: number[] = [];
     assert.ok((await run(clock, a!, 3_000, starts, 10)).granted);
     await settle(clock, 20);
@@ -168,9 +171,7 @@ describe('FleetPacer over a shared slot store', () => {
 
   it('maxWait bounds the whole wait: a request that waited in its instance\'s queue has only the rest of it for the fleet\'s slot', async () => {
     const clock = new FakeClock();
-    const short: PacingOptions = { ...OPTIONS, maxWaitMs: 1_000 };
-    const slots = new MemorySlotStore(clock, 30_000);
-    const [a, b] = Array.from({ length: 2 }, () => new FleetPacer(new Pacer(short, clock), { slots, fleetSize: 2, onUnavailable: 'local', pacing: short, clock }));
+    const [a, b] = twoWithMaxWait(clock, 1_000);
     // a holds the origin for 5 s; b's two requests queue behind it (b's own queue: one ahead, 100 ms).
     const held = await a!.acquire(ORIGIN, 100, { identity: 'bot' });
     assert.ok(held.granted);

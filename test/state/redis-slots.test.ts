@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisConnection } from '../../src/state/redis-connection.js';
 import { RedisSlotStore } from '../../src/state/redis-slots.js';
-import type { SlotLease } from '../../src/state/types.js';
+import type { SlotLease, SlotRequest } from '../../src/state/types.js';
 import { StateUnavailableError } from '../../src/errors.js';
 import { REDIS_SKIP, useRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix } from '../helpers/fleet.js';
@@ -27,6 +27,21 @@ async function open(redis: RedisServer, leaseMs = 30_000, commandTimeoutMs = 300
   await connection.start();
   await slots.start();
   return { connection, slots, keyPrefix };
+}
+
+/** Two instances (connections) on one fresh key prefix, lease 30 s, command timeout 300 ms. */
+async function twoInstances(redis: RedisServer): Promise<[Awaited<ReturnType<typeof open>>, Awaited<ReturnType<typeof open>>]> {
+  const keyPrefix = freshPrefix();
+  return [await open(redis, 30_000, 300, keyPrefix), await open(redis, 30_000, 300, keyPrefix)];
+}
+
+/** Waits until both stores answer again, then asserts `other` is granted `request` at once (not busy until a lease ends). */
+async function assertFreeOnceBack(slots: RedisSlotStore, other: { slots: RedisSlotStore }, request: SlotRequest): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !(slots.isAvailable && other.slots.isAvailable) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(slots.isAvailable && other.slots.isAvailable, 'available again');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const next = await other.slots.reserve(request);
+  assert.ok(next.granted, `the origin is free (it was busy until the lease end before): ${JSON.stringify(next)}`);
 }
 
 describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
@@ -117,9 +132,7 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
   });
 
   it('announces a release below maxConcurrency to a request it left waiting: a delayed one, or one under a lower maxConcurrency (each waited for the lease end before)', { timeout: 20_000 }, async () => {
-    const keyPrefix = freshPrefix();
-    const { connection, slots } = await open(redis, 30_000, 300, keyPrefix);
-    const waiter = await open(redis, 30_000, 300, keyPrefix);
+    const [{ connection, slots }, waiter] = await twoInstances(redis);
     const origin = ORIGIN + ':8444';
     const undelayed = { origin, delayMs: 0, maxConcurrency: 4, isEndToStart: false };
     const leases = [await slots.reserve(undelayed), await slots.reserve(undelayed)];
@@ -176,9 +189,7 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
   });
 
   it('sends a release Redis did not take (stalled) again once it answers: the origin is not busy until the lease ends', { timeout: 20_000 }, async () => {
-    const keyPrefix = freshPrefix();
-    const { connection, slots } = await open(redis, 30_000, 300, keyPrefix);
-    const other = await open(redis, 30_000, 300, keyPrefix);
+    const [{ connection, slots }, other] = await twoInstances(redis);
     const origin = ORIGIN + ':8446';
     const request = { origin, delayMs: 100, maxConcurrency: 4, isEndToStart: false };
     const held = await slots.reserve(request);
@@ -193,18 +204,12 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     } finally {
       redis.signal('SIGCONT');
     }
-    for (const deadline = Date.now() + 5_000; !(slots.isAvailable && other.slots.isAvailable) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.ok(slots.isAvailable && other.slots.isAvailable, 'available again');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const next = await other.slots.reserve(request);
-    assert.ok(next.granted, `the origin is free (it was busy until the lease end before): ${JSON.stringify(next)}`);
+    await assertFreeOnceBack(slots, other, request);
     await Promise.all([connection.close(), other.connection.close()]);
   });
 
   it('releases a reservation a stalled Redis made after the caller gave up on it: the origin is not busy until the lease ends', { timeout: 20_000 }, async () => {
-    const keyPrefix = freshPrefix();
-    const { connection, slots } = await open(redis, 30_000, 300, keyPrefix);
-    const other = await open(redis, 30_000, 300, keyPrefix);
+    const [{ connection, slots }, other] = await twoInstances(redis);
     const request = { origin: ORIGIN + ':8448', delayMs: 100, maxConcurrency: 4, isEndToStart: false };
     redis.signal('SIGSTOP');
     try {
@@ -213,11 +218,7 @@ describe('RedisSlotStore', { skip: REDIS_SKIP }, () => {
     } finally {
       redis.signal('SIGCONT');
     }
-    for (const deadline = Date.now() + 5_000; !(slots.isAvailable && other.slots.isAvailable) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.ok(slots.isAvailable && other.slots.isAvailable, 'available again');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const next = await other.slots.reserve(request);
-    assert.ok(next.granted, `the origin is free (it was busy until the lease end before): ${JSON.stringify(next)}`);
+    await assertFreeOnceBack(slots, other, request);
     await Promise.all([connection.close(), other.connection.close()]);
   });
 
