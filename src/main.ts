@@ -317,6 +317,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
           clock,
           logger,
           retainMs: config.robots.ttlMs,
+          maxBodyBytes: config.robots.maxBytes,
           parse: (body) => parseRobotsTxt(body, { maxBytes: config.robots.maxBytes, maxCrawlDelaySeconds: config.pacing.maxCrawlDelayMs / 1000 }),
         })
       : undefined;

@@ -8,6 +8,7 @@ import type { RobotsTxt } from '../robots/types.js';
 import { RedisConnection, type StateLogger } from './redis-connection.js';
 import { RedisSlotStore } from './redis-slots.js';
 import { RedisSnapshotFlight } from './redis-snapshots.js';
+import { maxRecordBytesOf } from './snapshot-codec.js';
 
 export type { FetchedEntry, SlotLease, SlotRequest, SlotReservation, SlotReturn, SlotStore, SnapshotFlight } from './types.js';
 export { MemorySlotStore, MemorySnapshotFlight } from './memory.js';
@@ -29,12 +30,16 @@ export interface RedisFleetState {
  * timeout even when Redis does not answer (the stores fall back until it does). Never rejects.
  * @param parse parses a stored robots.txt body with the fetcher's options.
  * @param retainMs how long a stored robots snapshot outlives its next fetch time, ms (`robots.ttl`).
+ * @param maxBodyBytes the longest robots.txt body parsed (`robots.maxBytes`): bounds the stored records read.
  */
-export async function openRedisFleetState(config: StateConfig, deps: { clock: Clock; logger: StateLogger; parse: (body: Buffer) => RobotsTxt; retainMs: number }): Promise<RedisFleetState> {
+export async function openRedisFleetState(
+  config: StateConfig,
+  deps: { clock: Clock; logger: StateLogger; parse: (body: Buffer) => RobotsTxt; retainMs: number; maxBodyBytes: number },
+): Promise<RedisFleetState> {
   const { redis } = config;
   const connection = new RedisConnection({ url: redis.url, keyPrefix: redis.keyPrefix, commandTimeoutMs: redis.commandTimeoutMs, logger: deps.logger });
   const slots = new RedisSlotStore(connection, { slotLeaseMs: redis.slotLeaseMs, logger: deps.logger });
-  const snapshots = new RedisSnapshotFlight(connection, { lockLeaseMs: redis.robotsLockLeaseMs, retainMs: deps.retainMs, parse: deps.parse, clock: deps.clock, logger: deps.logger });
+  const snapshots = new RedisSnapshotFlight(connection, { lockLeaseMs: redis.robotsLockLeaseMs, retainMs: deps.retainMs, parse: deps.parse, maxRecordBytes: maxRecordBytesOf(deps.maxBodyBytes), clock: deps.clock, logger: deps.logger });
   await connection.start();
   await Promise.all([slots.start(), snapshots.start()]);
   return {

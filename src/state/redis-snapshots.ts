@@ -30,6 +30,8 @@ export interface RedisSnapshotFlightOptions {
   retainMs: number;
   /** Parses a stored body with the fetcher's options. */
   parse: (body: Buffer) => RobotsTxt;
+  /** Longest stored record read, decompressed, bytes ({@link maxRecordBytesOf} of `robots.maxBytes`). @default no bound */
+  maxRecordBytes?: number;
   clock: Clock;
   logger: StateLogger;
 }
@@ -226,7 +228,7 @@ export class RedisSnapshotFlight implements SnapshotFlight {
 
   async #decode(origin: string, data: Buffer): Promise<{ entry: CacheEntry; body: Buffer | null } | undefined> {
     try {
-      return await decodeSnapshot(data, this.#options.parse);
+      return await decodeSnapshot(data, this.#options.parse, this.#options.maxRecordBytes);
     } catch (error) {
       this.#options.logger.warn({ event: 'fleet-robots', origin, err: (error as Error).message }, 'stored robots snapshot unreadable; fetching again');
       return undefined;

@@ -18,6 +18,18 @@ const gunzipAsync = promisify(gunzip);
 /** Records larger than this are stored gzipped, bytes. */
 export const COMPRESS_ABOVE_BYTES = 1024;
 
+/** Room for a record's JSON beside its base64 body, bytes. */
+const RECORD_OVERHEAD_BYTES = 64 * 1024;
+
+/**
+ * The largest record a body of at most `maxBodyBytes` (`robots.maxBytes`) makes, bytes: its base64
+ * and the JSON around it. A larger one (decompressed) is refused before it is read whole: a small
+ * gzip record must not expand to gigabytes in the heap ("no input can end the process").
+ */
+export function maxRecordBytesOf(maxBodyBytes: number): number {
+  return Math.ceil(maxBodyBytes / 3) * 4 + RECORD_OVERHEAD_BYTES;
+}
+
 /** First byte of a stored record: its encoding. */
 const PLAIN = 0x6a; // 'j'
 const GZIP = 0x7a; // 'z'
@@ -53,12 +65,21 @@ export interface DecodedSnapshot {
 /**
  * Decodes a stored record; `parse` turns the body into the parsed file, with the options the
  * fetcher uses.
- * @throws {SyntaxError|Error} when the record is not one this version wrote (the caller fetches instead).
+ * @param maxRecordBytes the longest record accepted, decompressed (see {@link maxRecordBytesOf}).
+ * @throws {SyntaxError|RangeError|Error} when the record is not one this version wrote, or is longer
+ *   than `maxRecordBytes` (the caller fetches instead).
  */
-export async function decodeSnapshot(data: Buffer, parse: (body: Buffer) => RobotsTxt): Promise<DecodedSnapshot> {
+export async function decodeSnapshot(data: Buffer, parse: (body: Buffer) => RobotsTxt, maxRecordBytes = Infinity): Promise<DecodedSnapshot> {
   const kind = data[0];
   if (kind !== PLAIN && kind !== GZIP) throw new Error('unknown robots snapshot record');
-  const json = kind === GZIP ? await gunzipAsync(data.subarray(1)) : data.subarray(1);
+  if (kind === PLAIN && data.length - 1 > maxRecordBytes) throw new RangeError(`robots snapshot record longer than ${maxRecordBytes} bytes`);
+  const json =
+    kind === GZIP
+      ? await gunzipAsync(data.subarray(1), Number.isFinite(maxRecordBytes) ? { maxOutputLength: maxRecordBytes } : {}).catch((error: unknown) => {
+          if ((error as { code?: unknown }).code !== 'ERR_BUFFER_TOO_LARGE') throw error;
+          throw new RangeError(`robots snapshot record longer than ${maxRecordBytes} bytes once decompressed`);
+        })
+      : data.subarray(1);
   const record = JSON.parse(json.toString('utf8')) as StoredRecord;
   if (record.v !== 1 || typeof record.info !== 'object') throw new Error('unknown robots snapshot record version');
   const body = record.body === null ? null : Buffer.from(record.body, 'base64');

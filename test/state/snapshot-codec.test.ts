@@ -6,7 +6,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { cacheEntryOf } from '../../src/cache/robots-cache.js';
-import { COMPRESS_ABOVE_BYTES, decodeSnapshot, encodeSnapshot } from '../../src/state/snapshot-codec.js';
+import { gzipSync } from 'node:zlib';
+import { COMPRESS_ABOVE_BYTES, decodeSnapshot, encodeSnapshot, maxRecordBytesOf } from '../../src/state/snapshot-codec.js';
 import { parseRobotsTxt } from '../../src/robots/index.js';
 import type { SnapshotInfo } from '../../src/policy/decision.js';
 
@@ -40,6 +41,20 @@ describe('snapshot codec', () => {
     assert.equal(data[0], 'z'.charCodeAt(0));
     assert.ok(data.length < body.length / 2, `${data.length} bytes stored for ${body.length}`);
     assert.deepEqual((await decodeSnapshot(data, parse)).entry.snapshot.robots, entry.snapshot.robots);
+  });
+
+  it('refuses a record longer than a body of robots.maxBytes makes, before it is read whole: a small gzip record that expands to 64 MiB (read whole and parsed before)', async () => {
+    const maxRecordBytes = maxRecordBytesOf(500 * 1024);
+    const { body, entry } = okEntry('User-agent: *\nDisallow: /x\n');
+    assert.ok((await decodeSnapshot(await encodeSnapshot(entry, body), parse, maxRecordBytes)).entry.snapshot.robots, 'a record within the bound is read');
+    // A well-formed record whose body (64 MiB of comment lines) is far past robots.maxBytes: gzipped, about 64 KiB.
+    const huge = Buffer.alloc(64 * 1024 * 1024, '#\n');
+    const json = JSON.stringify({ v: 1, info: { ...entry.snapshot.info, bytes: huge.length }, lastFailure: null, consecutiveFailures: 0, body: huge.toString('base64') });
+    const bomb = Buffer.concat([Buffer.of('z'.charCodeAt(0)), gzipSync(json)]);
+    assert.ok(bomb.length < 1_000_000, `${bomb.length} bytes stored`);
+    await assert.rejects(decodeSnapshot(bomb, parse, maxRecordBytes), (error: Error) => error instanceof RangeError && /longer than \d+ bytes once decompressed/.test(error.message));
+    const plain = Buffer.concat([Buffer.of('j'.charCodeAt(0)), Buffer.from(json.slice(0, maxRecordBytes + 10))]);
+    await assert.rejects(decodeSnapshot(plain, parse, maxRecordBytes), (error: Error) => error instanceof RangeError && /longer than/.test(error.message));
   });
 
   it('refuses an ok snapshot without its body, and an unknown record', async () => {
