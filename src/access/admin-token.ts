@@ -5,10 +5,11 @@
  * nor its length leaks through timing. Extension, not in RFC 9309.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AdminConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { makeDirectorySync } from '../make-directory.js';
 import { readFileBounded } from '../read-bounded.js';
 import { checkSecretFileMode, type SecretFileWarning } from './secret-file-mode.js';
 
@@ -40,7 +41,7 @@ export function resolveAdminToken(admin: Pick<AdminConfig, 'token' | 'tokenFile'
     }
     const token = randomBytes(32).toString('base64url');
     try {
-      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      makeDirectorySync(dirname(file), 0o700);
       // wx: never overwrite a file another process created meanwhile.
       writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
     } catch (writeError) {

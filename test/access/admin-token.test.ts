@@ -5,7 +5,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../helpers/cli.js';
@@ -67,6 +67,15 @@ describe('admin bound beyond loopback', () => {
     assert.deepEqual(resolveAdminToken({ tokenFile: file }), { token: created.token });
     writeFileSync(file, 'tiny\n');
     assert.throws(() => resolveAdminToken({ tokenFile: file }), (err: unknown) => err instanceof ConfigError && err.key === 'admin.tokenFile');
+  });
+
+  it('refuses a token file under a directory that cannot be made (/proc) at once, naming the key (serve hung at start, a core spinning, before)', { skip: !existsSync('/proc/self'), timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-admin-'));
+    const config = join(dir, 'config.yaml');
+    writeFileSync(config, `listen: { host: 127.0.0.1, port: 0 }\nadmin: { port: 0, tokenFile: /proc/robots-proxy-nope/token }\nstateDir: ${dir}\n`);
+    const run = await runCli(['serve', '--config', config]);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /admin\.tokenFile: "\/proc\/robots-proxy-nope\/token" does not exist and cannot be created \(ENOENT\)/);
   });
 
   it('compares the bearer token exactly', () => {

@@ -7,11 +7,12 @@
  * aggregates stay in memory (bounded) and the next flush tries again.
  * Extension, not in RFC 9309.
  */
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database, { type Database as Db, type Statement } from 'better-sqlite3';
 import type { AccessEntry } from '../access-entry.js';
 import type { Clock } from '../../clock.js';
+import { makeDirectorySync } from '../../make-directory.js';
 import { MINUTE_MS, RollupAggregator, type RollupAggregatorStats, type RollupCell } from './rollup.js';
 import { migrate, refuseForeignFile, WAIT_COLUMNS } from './schema.js';
 import { isSameVersion, versionRowOf, type RobotsFetchRecord, type RobotsVersionRow } from './robots-history.js';
@@ -116,7 +117,8 @@ interface Statements {
  * @throws SQLite or file-system errors; {@link LedgerError} for a newer schema or a foreign file.
  */
 export function openLedgerDatabase(path: string): Db {
-  mkdirSync(dirname(path), { recursive: true });
+  // Not mkdirSync's recursive mode: under /proc it never returns (the proxy hung at start, spinning).
+  makeDirectorySync(dirname(path), 0o777);
   const db = new Database(path, { timeout: 0 });
   try {
     refuseForeignFile(db);

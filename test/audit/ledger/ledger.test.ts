@@ -298,6 +298,27 @@ describe('ledger: a database that cannot be written never fails a request', () =
       }
     }
   });
+
+  it('a ledger.path under a directory that cannot be made (/proc): serve starts and serves, the failure logged (it hung at start, a core spinning, before)', { skip: !existsSync('/proc/self'), timeout: 60_000 }, async () => {
+    const origin = await startOrigin(siteHandler({ robots: 'User-agent: *\nAllow: /\n' }));
+    try {
+      const proxy = await startProxyProcess(
+        'listen: { host: 127.0.0.1, port: 0 }\nadmin: { enabled: false }\nupstream: { allowPrivateNetworks: true }\nstateDir: $STATE\nledger: { path: /proc/robots-proxy-nope/ledger.sqlite, flushInterval: 50ms }\n',
+        { startTimeoutMs: 20_000 },
+      );
+      try {
+        assert.equal((await proxyGet(proxy.proxyPort, `${origin.url}/x`)).status, 200);
+        await waitFor(() => proxy.logs.some((l) => l['event'] === 'ledger-write-failed'), 'the failure logged', 5_000);
+        const failed = proxy.logs.find((l) => l['event'] === 'ledger-write-failed')!;
+        assert.equal(failed['code'], 'ENOENT');
+        assert.equal(failed['path'], '/proc/robots-proxy-nope/ledger.sqlite');
+      } finally {
+        await proxy.close();
+      }
+    } finally {
+      await origin.close();
+    }
+  });
 });
 
 describe('ledger: reload and shutdown', () => {
