@@ -87,8 +87,11 @@ export interface TestPki {
 
 const ECDSA = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
-/** Makes a fresh ECDSA P-256 test CA and a server certificate, valid from an hour ago for a day (the server certificate until `leafNotAfter` when given). */
-export async function createTestPki(options: { leafNotAfter?: Date } = {}): Promise<TestPki> {
+/**
+ * Makes a fresh ECDSA P-256 test CA and a server certificate, valid from an hour ago for a day (the server certificate
+ * until `leafNotAfter` when given), for 127.0.0.1, localhost and any `dnsNames` (e.g. `*.e2e.test`).
+ */
+export async function createTestPki(options: { leafNotAfter?: Date; dnsNames?: readonly string[] } = {}): Promise<TestPki> {
   const notBefore = new Date(Date.now() - 3_600_000);
   const notAfter = new Date(Date.now() + 86_400_000);
   const caKeys = await webcrypto.subtle.generateKey(ECDSA, true, ['sign', 'verify']);
@@ -123,6 +126,7 @@ export async function createTestPki(options: { leafNotAfter?: Date } = {}): Prom
       new x509.SubjectAlternativeNameExtension([
         { type: 'ip', value: '127.0.0.1' },
         { type: 'dns', value: 'localhost' },
+        ...(options.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
       ]),
       await x509.AuthorityKeyIdentifierExtension.create(ca),
     ],
