@@ -23,6 +23,8 @@ export interface Wire {
   status: number;
   /** Redirects before it (301/302/307/308), each to the next `/robots-hop-<n>.txt`. */
   hops: number;
+  /** Where a redirect points: the same origin (relative or absolute), another host, or the HTTPS origin. */
+  hopTo: 'same' | 'host' | 'https';
   coding: 'identity' | 'gzip' | 'deflate' | 'deflate-raw' | 'br';
   /** Sent chunked (no Content-Length), in two writes. */
   chunked: boolean;
@@ -43,8 +45,10 @@ export interface E2eCase {
   target: string;
   /** How the absolute-form URL writes scheme and authority. */
   authority: 'plain' | 'upper' | 'userinfo';
-  /** Also sent through a CONNECT tunnel (intercepted) to the same path on the HTTPS origin. */
-  tunnel: boolean;
+  /** Also sent through a CONNECT tunnel: intercepted TLS to the HTTPS origin, or plain HTTP inside it to the HTTP origin. */
+  tunnel: 'tls' | 'plain' | undefined;
+  /** Another real agent whose request for the same target goes first on the same connection (pipelined), if any. */
+  before: RealAgent | undefined;
 }
 
 /** The parts a generated robots.txt names: its crawler's token and a few others. */
@@ -126,13 +130,15 @@ function oversize(text: string, random: () => number): Buffer {
 
 function randomWire(random: () => number): Wire {
   const r = random();
-  const status = r < 0.86 ? 200 : r < 0.9 ? [404, 410, 403, 401][Math.floor(random() * 4)]! : r < 0.93 ? [500, 503, 429][Math.floor(random() * 3)]! : 200;
-  const hops = r >= 0.93 ? 1 + Math.floor(random() * 7) : 0;
+  const status = r < 0.9 ? 200 : r < 0.95 ? [404, 410, 403, 401, 418][Math.floor(random() * 5)]! : [500, 503, 429][Math.floor(random() * 3)]!;
+  const hops = random() < 0.08 ? 1 + Math.floor(random() * 7) : 0;
+  const h = random();
+  const hopTo = h < 0.5 ? 'same' : h < 0.8 ? 'host' : 'https';
   const c = random();
   const coding = c < 0.6 ? 'identity' : c < 0.72 ? 'gzip' : c < 0.8 ? 'deflate' : c < 0.86 ? 'deflate-raw' : c < 0.94 ? 'br' : 'identity';
   const t = random();
   const contentType = t < 0.5 ? 'text/plain' : t < 0.65 ? 'text/plain; charset=utf-8' : t < 0.75 ? 'text/plain; charset=ISO-8859-1' : t < 0.85 ? 'text/html' : t < 0.9 ? 'application/octet-stream' : undefined;
-  return { status, hops, coding, chunked: random() < 0.3, contentType };
+  return { status, hops, hopTo, coding, chunked: random() < 0.3, contentType };
 }
 
 /** A path respelt the ways clients and hostile clients write one resource. */
@@ -182,6 +188,7 @@ export function caseOf(seed: number, id: number, agents: readonly RealAgent[], c
     agent,
     target: respellTarget(start, random),
     authority: a < 0.85 ? 'plain' : a < 0.93 ? 'upper' : 'userinfo',
-    tunnel: random() < 0.25,
+    tunnel: random() < 0.2 ? 'tls' : random() < 0.08 ? 'plain' : undefined,
+    before: random() < 0.25 ? agents[Math.floor(random() * agents.length)] : undefined,
   };
 }

@@ -20,7 +20,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
-import tls from 'node:tls';
+import tls, { type TLSSocket } from 'node:tls';
 import { readFileSync, readdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,7 @@ import { createTestPki } from '../test/cache/support.js';
 import { fakeResolver } from '../test/helpers/resolver.js';
 import { startTestProxy } from '../test/helpers/harness.js';
 import { rawExchange, rawHeader } from '../test/helpers/proxy-client.js';
+import { parseRelayedResponse } from '../test/helpers/raw-origin.js';
 import { caseOf, type E2eCase, type RealAgent } from './e2e-cases.js';
 import { locateShared, REPO_ROOT } from './shared-corpus.js';
 
@@ -48,6 +49,8 @@ interface Outcome {
   decision: string;
   report: Verdict;
   tunnel: Verdict | undefined;
+  /** The pipelined request of another agent sent first on the same connection: its verdict and expectation. */
+  before: ({ verdict: Verdict } & Pick<Outcome, 'expected' | 'referenceRaw' | 'core'>) | undefined;
   received: string | undefined;
   expected: Verdict;
   referenceRaw: boolean | undefined;
@@ -71,16 +74,21 @@ function encoded(c: E2eCase): Buffer {
 }
 
 /** The origin: `/robots.txt` (and its redirect hops) as each case says, any other path 200; hits recorded by case and tag. */
-function originHandler(cases: Map<number, E2eCase>, hits: Map<string, string>) {
+function originHandler(cases: Map<number, E2eCase>, hits: Map<string, string>, ports: { plain: number; tls: number }) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const id = Number(/^c(\d+)\./.exec(String(req.headers.host ?? '').toLowerCase())?.[1] ?? -1);
+    const id = Number(/^c(\d+)[.-]/.exec(String(req.headers.host ?? '').toLowerCase())?.[1] ?? -1);
     const c = cases.get(id);
     const url = req.url ?? '';
     const hop = url === '/robots.txt' ? 0 : Number(/^\/robots-hop-(\d+)\.txt$/.exec(url)?.[1] ?? -1);
     if (c !== undefined && hop >= 0 && req.headers['x-e2e'] === undefined) {
       if (hop < c.wire.hops) {
         const next = `/robots-hop-${hop + 1}.txt`;
-        res.writeHead([301, 302, 307, 308][hop % 4]!, { location: hop % 2 === 0 ? next : `//${req.headers.host}${next}` });
+        const isTls = (req.socket as TLSSocket).encrypted === true;
+        const location =
+          c.wire.hopTo === 'host' ? `http://c${id}-r${hop}${DOMAIN}:${ports.plain}${next}`
+          : c.wire.hopTo === 'https' ? (isTls ? `http://c${id}${DOMAIN}:${ports.plain}${next}` : `https://c${id}${DOMAIN}:${ports.tls}${next}`)
+          : hop % 2 === 0 ? next : `//${req.headers.host}${next}`;
+        res.writeHead([301, 302, 307, 308][hop % 4]!, { location });
         return void res.end();
       }
       const bytes = c.wire.status === 200 ? encoded(c) : Buffer.from('no robots here\n');
@@ -114,16 +122,32 @@ function absoluteUrl(c: E2eCase, port: number): string {
   return `http://${host}${c.target}`;
 }
 
-async function sendPlain(proxyPort: number, c: E2eCase, originPort: number, tag: string): Promise<{ verdict: Verdict; decision: string }> {
-  const head = `GET ${absoluteUrl(c, originPort)} HTTP/1.1\r\nHost: c${c.id}${DOMAIN}:${originPort}\r\nUser-Agent: ${c.agent.ua}\r\nX-E2e: ${tag}\r\nConnection: close\r\n\r\n`;
-  const answer = await rawExchange(proxyPort, head);
-  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0);
-  const decision = rawHeader(answer, 'x-robots-proxy-decision') ?? '';
-  return { verdict: verdictOf(status, decision), decision };
+/** One answer read off the front of `raw`: its verdict and decision header, and the rest of `raw`. */
+function readAnswer(raw: string): { verdict: Verdict; decision: string; rest: string } {
+  const answer = parseRelayedResponse(raw);
+  if (answer === undefined) return { verdict: 'error', decision: '', rest: '' };
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer.statusLine)?.[1] ?? 0);
+  const decision = answer.lines.find((l) => l.toLowerCase().startsWith('x-robots-proxy-decision:'))?.slice(24).trim() ?? '';
+  return { verdict: verdictOf(status, decision), decision, rest: raw.slice(answer.wireLength) };
 }
 
-/** The same request inside an intercepted CONNECT tunnel to the HTTPS origin. */
-function sendTunnel(proxyPort: number, c: E2eCase, originPort: number): Promise<Verdict> {
+/**
+ * `c`'s request on a new connection to the proxy, absolute-form as written; when `before` is given, a request
+ * for the same target with that agent goes first on the same connection (pipelined).
+ */
+async function sendPlain(proxyPort: number, c: E2eCase, originPort: number, tag: string, before?: RealAgent): Promise<{ verdict: Verdict; decision: string; beforeVerdict?: Verdict }> {
+  const request = (ua: string, last: boolean): string =>
+    `GET ${absoluteUrl(c, originPort)} HTTP/1.1\r\nHost: c${c.id}${DOMAIN}:${originPort}\r\nUser-Agent: ${ua}\r\nX-E2e: ${tag}${last ? '' : '-before'}\r\n${last ? 'Connection: close\r\n' : ''}\r\n`;
+  const raw = await rawExchange(proxyPort, (before !== undefined ? request(before.ua, false) : '') + request(c.agent.ua, true));
+  if (before === undefined) return readAnswer(raw);
+  const first = readAnswer(raw);
+  // A 400 closes the connection: the second request is never read.
+  const second = first.verdict === 'bad-target' ? first : readAnswer(first.rest);
+  return { verdict: second.verdict, decision: second.decision, beforeVerdict: first.verdict };
+}
+
+/** The same request (origin-form) inside a CONNECT tunnel: intercepted TLS, or plain HTTP when `originPort` is the HTTP origin's. */
+function sendTunnel(proxyPort: number, c: E2eCase, originPort: number, isTls: boolean): Promise<Verdict> {
   const authority = `c${c.id}${DOMAIN}:${originPort}`;
   return new Promise((resolve) => {
     const socket = net.connect(proxyPort, '127.0.0.1', () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
@@ -136,10 +160,10 @@ function sendTunnel(proxyPort: number, c: E2eCase, originPort: number): Promise<
       if (!head.includes('\r\n\r\n')) return;
       socket.off('data', onData);
       if (!head.startsWith('HTTP/1.1 200')) return void resolve('error');
-      const secure = tls.connect({ socket, servername: `c${c.id}${DOMAIN}`, rejectUnauthorized: false }, () => {
-        const target = c.target.startsWith('/') ? c.target : '/' + c.target;
-        secure.write(`GET ${target} HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${c.agent.ua}\r\nX-E2e: tunnel\r\nConnection: close\r\n\r\n`);
-      });
+      const target = c.target.startsWith('/') ? c.target : '/' + c.target;
+      const request = `GET ${target} HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${c.agent.ua}\r\nX-E2e: tunnel\r\nConnection: close\r\n\r\n`;
+      const secure = isTls ? tls.connect({ socket, servername: `c${c.id}${DOMAIN}`, rejectUnauthorized: false }, () => secure.write(request)) : socket;
+      if (!isTls) socket.write(request);
       let answer = '';
       secure.on('data', (b: Buffer) => (answer += b.toString('latin1')));
       secure.on('error', fail);
@@ -203,7 +227,8 @@ async function main(): Promise<void> {
   const agents = readAgents();
   const cases = new Map<number, E2eCase>();
   const hits = new Map<string, string>();
-  const handler = originHandler(cases, hits);
+  const ports = { plain: 0, tls: 0 };
+  const handler = originHandler(cases, hits, ports);
   const pki = await createTestPki({ dnsNames: [`*${DOMAIN}`] });
   const dir = mkdtempSync(join(process.env['TMPDIR'] ?? tmpdir(), 'e2e-diff-'));
   writeFileSync(join(dir, 'ca.pem'), pki.caPem);
@@ -212,6 +237,7 @@ async function main(): Promise<void> {
   await Promise.all([plainOrigin, tlsOrigin].map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
   const plainPort = (plainOrigin.address() as AddressInfo).port;
   const tlsPort = (tlsOrigin.address() as AddressInfo).port;
+  Object.assign(ports, { plain: plainPort, tls: tlsPort });
   const resolve = fakeResolver((host) => (host.toLowerCase().endsWith(DOMAIN) ? ['127.0.0.1'] : undefined));
   const config = { pacing: { enabled: false }, ledger: { enabled: false }, upstream: { caFile: join(dir, 'ca.pem') }, robots: { maxOrigins: Math.max(1000, total * 2) } };
   const enforcing = await startTestProxy(config, { resolve });
@@ -223,12 +249,13 @@ async function main(): Promise<void> {
     const c = caseOf(seed, id, agents, corpus, Number(values['corpus-share']));
     cases.set(id, c);
     const [enforce, report, tunnel] = await Promise.all([
-      sendPlain(port(enforcing), c, plainPort, 'enforce'),
+      sendPlain(port(enforcing), c, plainPort, 'enforce', c.before),
       sendPlain(port(reporting), c, plainPort, 'report'),
-      c.tunnel ? sendTunnel(port(enforcing), c, tlsPort) : Promise.resolve(undefined),
+      c.tunnel !== undefined ? sendTunnel(port(enforcing), c, c.tunnel === 'tls' ? tlsPort : plainPort, c.tunnel === 'tls') : Promise.resolve(undefined),
     ]);
     const received = hits.get(`${id} report`);
-    outcomes.push({ c, enforce: enforce.verdict, decision: enforce.decision, report: report.verdict, tunnel, received, ...expectedOf(c, received) });
+    const before = c.before === undefined ? undefined : { verdict: enforce.beforeVerdict ?? 'error', ...expectedOf({ ...c, agent: c.before }, received) };
+    outcomes.push({ c, enforce: enforce.verdict, decision: enforce.decision, report: report.verdict, tunnel, before, received, ...expectedOf(c, received) });
     cases.delete(id);
   };
   const started = Date.now();
@@ -252,6 +279,10 @@ function summarise(outcomes: Outcome[], show: number, seed: number, elapsedMs: n
   for (const o of outcomes) {
     if (o.enforce !== o.expected && !(o.enforce === 'bad-target' && o.report === 'bad-target')) add(classOf(o), o);
     if (o.enforce !== o.report && o.report !== 'error') add('enforce-vs-report', o);
+    if (o.before !== undefined && o.before.verdict !== o.before.expected && o.enforce !== 'bad-target') {
+      const { verdict, ...expected } = o.before;
+      add(`pipelined first request: ${classOf({ ...o, ...expected, c: { ...o.c, agent: o.c.before! }, enforce: verdict, before: undefined })}`, o);
+    }
     if (o.tunnel !== undefined) {
       tunnels++;
       if (o.tunnel !== o.enforce && o.enforce !== 'bad-target') add('connect-vs-plain', o);
@@ -270,7 +301,7 @@ function summarise(outcomes: Outcome[], show: number, seed: number, elapsedMs: n
     for (const o of list.slice(0, show)) {
       const w = o.c.wire;
       console.log(`    #${o.c.id} ${o.c.source} ${JSON.stringify(o.c.agent.ua.slice(0, 60))} token=${o.c.agent.token} target=${JSON.stringify(o.c.target)} (${o.c.authority}) received=${JSON.stringify(o.received)}`);
-      console.log(`      wire ${w.status} hops=${w.hops} ${w.coding}${w.chunked ? ' chunked' : ''} ${w.contentType ?? '(no type)'} ${o.c.body.length} B; proxy ${o.enforce} (${o.decision}) report ${o.report} tunnel ${o.tunnel ?? '-'} expected ${o.expected} core ${o.core} reference-as-sent ${o.referenceRaw}`);
+      console.log(`      wire ${w.status} hops=${w.hops}${w.hops > 0 ? ' to ' + w.hopTo : ''} ${w.coding}${w.chunked ? ' chunked' : ''} ${w.contentType ?? '(no type)'} ${o.c.body.length} B; proxy ${o.enforce} (${o.decision}) report ${o.report} tunnel ${o.c.tunnel ?? ''} ${o.tunnel ?? '-'} before ${o.c.before?.token ?? '-'} ${o.before?.verdict ?? ''}/${o.before?.expected ?? ''} expected ${o.expected} core ${o.core} reference-as-sent ${o.referenceRaw}`);
     }
   }
 }
