@@ -114,6 +114,7 @@ function respellBytes(text: string, random: () => number): Buffer {
   if (random() < 0.05) body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body]);
   if (random() < 0.03) body = Buffer.concat([body, Buffer.from(`${eol}Disallow: /nul\0after${eol}`, 'latin1')]);
   if (random() < 0.03) body = Buffer.concat([body, Buffer.from(`${eol}User-agent: *${eol}Disallow: /caf\xe9${eol}`, 'latin1')]);
+  if (random() < 0.03) body = Buffer.concat([body, Buffer.from(`${eol}User-agent: *${eol}Disallow: /*?*'${eol}Disallow: /*?*"${eol}`, 'latin1')]);
   return body;
 }
 
@@ -131,7 +132,8 @@ function oversize(text: string, random: () => number): Buffer {
 function randomWire(random: () => number): Wire {
   const r = random();
   const status = r < 0.9 ? 200 : r < 0.95 ? [404, 410, 403, 401, 418][Math.floor(random() * 5)]! : [500, 503, 429][Math.floor(random() * 3)]!;
-  const hops = random() < 0.08 ? 1 + Math.floor(random() * 7) : 0;
+  // Most chains at the limit (§2.3.1.2: five hops followed, a sixth not).
+  const hops = random() < 0.08 ? [1, 2, 5, 5, 6, 6][Math.floor(random() * 6)]! : 0;
   const h = random();
   const hopTo = h < 0.5 ? 'same' : h < 0.8 ? 'host' : 'https';
   const c = random();
@@ -159,7 +161,9 @@ function respellTarget(path: string, random: () => number): string {
   if (r < 0.82) return path.replace(/[^\x21-\x7e]/g, (c) => encodeURIComponent(c));
   if (r < 0.86) return '';
   if (r < 0.9) return path.replace(/é/g, '%C3%A9').replace(/\$/g, '%24');
-  if (r < 0.94) return path.replace(/\*/g, '%2A');
+  if (r < 0.93) return path.replace(/\*/g, '%2A');
+  // Query characters the URL parser escapes: `'` (a sub-delim, kept as written), `"`, `<`, `>` (not URI characters).
+  if (r < 0.97) return path + (path.includes('?') ? '&' : '?') + ["q='x'", 'q="x"', 'q=<x>', "q=it's", "q='%27"][Math.floor(random() * 5)]!;
   return path.replace(/\?.*/, '') + '?q=' + path;
 }
 
@@ -177,7 +181,10 @@ export function caseOf(seed: number, id: number, agents: readonly RealAgent[], c
   const body = random() < 0.01 ? oversize(text, random) : real !== undefined && random() < 0.6 ? real.body : respellBytes(text, random);
   const values = ruleValues(body.toString('latin1'));
   const near = values.length === 0 ? ['/'] : pathsNear(values[Math.floor(random() * values.length)]!, random);
-  const path = ['/', '/index.html', ...near][Math.floor(random() * (near.length + 2))]!;
+  // Rule values are octets: a path holds their UTF-8 as characters, and clients mostly send them escaped.
+  const octets = ['/', '/index.html', ...near][Math.floor(random() * (near.length + 2))]!;
+  const chars = Buffer.from(octets, 'latin1').toString('utf8');
+  const path = random() < 0.85 ? chars.replace(/[^\x00-\x7f]/g, (c) => encodeURIComponent(c)) : chars;
   const start = path.startsWith('/') ? path : '/' + path;
   const a = random();
   return {

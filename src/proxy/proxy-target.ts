@@ -4,6 +4,7 @@
  */
 import { redactUserInfo } from '../audit/redact.js';
 import { canonicalTargetOf, type TargetUrl } from './canonical-target.js';
+import { withQueryAsSent } from './query-as-sent.js';
 
 export type { TargetUrl } from './canonical-target.js';
 
@@ -18,12 +19,16 @@ const AUTHORITY_AFTER_SCHEME = /^[a-z][a-z0-9+.-]*:\/\/[^/\\]/i;
  * `http://x/`, a host the client never named, so they are refused. A target
  * already spelt as the URL parser writes it is read without it
  * (canonical-target.ts: the same parts, a fraction of the cost); any other goes
- * through `new URL`. Never throws.
+ * through `new URL`, a `'` in its query kept as written (query-as-sent.ts). Never throws.
  * @returns the URL's parts, or a reason string (for a 400) when it is not one.
  */
 export function parseProxyTarget(rawTarget: string | undefined): TargetUrl | string {
   if (rawTarget === undefined || rawTarget.length === 0) return 'the request has no target';
-  return canonicalTargetOf(rawTarget) ?? parseProxyTargetByUrl(rawTarget);
+  const canonical = canonicalTargetOf(rawTarget);
+  if (canonical !== undefined) return canonical;
+  const url = parseProxyTargetByUrl(rawTarget);
+  // The parser writes a query's `'` as `%27`: forwarded and decided as written (query-as-sent.ts).
+  return typeof url === 'string' ? url : withQueryAsSent(url, rawTarget);
 }
 
 /**

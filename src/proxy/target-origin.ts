@@ -109,10 +109,18 @@ const FLAT_CONCAT_BELOW = 13;
  * compares as equal without V8's runtime (a slice of `href` would not: issue 11). A short one
  * (under {@link FLAT_CONCAT_BELOW} characters, e.g. `/page/1?q=1`) is joined by `+`, which V8
  * makes flat and costs a fraction of `Array.prototype.join`.
+ * An empty query keeps its `?` (`/page?`): `URL.search` is '' for it as for no query, but it is
+ * part of the target a proxy forwards unchanged (RFC 9110 §7.7) and of the path RFC 9309 §2.2.2
+ * matches (`Disallow: /*?` refuses `/page?`, as the reference does). Only a `href` that ends in
+ * `?` is read so (a fragment after an empty query, which clients do not send, still drops it).
  */
-export function pathAndQueryOf(url: Pick<TargetUrl, 'pathname' | 'search'>): string {
+export function pathAndQueryOf(url: Pick<TargetUrl, 'pathname' | 'search' | 'href'>): string {
   const pathname = url.pathname || '/';
-  const search = url.search;
+  let search = url.search;
+  if (search.length === 0) {
+    const href = url.href;
+    if (href.charCodeAt(href.length - 1) === 0x3f /* ? */) search = '?';
+  }
   if (pathname.length + search.length < FLAT_CONCAT_BELOW) return pathname + search;
   return flatJoin([pathname, search]);
 }

@@ -6,6 +6,7 @@
  */
 import { redactUserInfo } from '../audit/redact.js';
 import { parseProxyTarget } from './proxy-target.js';
+import { withQueryAsSent } from './query-as-sent.js';
 import { hostKeyOf, originOf } from './target-origin.js';
 import type { TargetUrl } from './canonical-target.js';
 
@@ -116,7 +117,7 @@ export function resolveTunnelRequest(
     }
     try {
       // `origin + raw`, not `new URL(raw, origin)`: a path such as `//x/y` is a path here, not a host.
-      return new URL(origin + raw);
+      return withQueryAsSent(new URL(origin + raw), raw);
     } catch {
       return { reason: 'bad-request', detail: `the request target "${raw.slice(0, 200)}" is not a valid path` };
     }

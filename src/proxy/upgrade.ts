@@ -29,6 +29,7 @@ import { appendedVia, upgradeRequestHeaders } from './headers.js';
 import { frameRefusalForRelay } from './upgrade-refusal.js';
 import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
 import type { TargetUrl } from './canonical-target.js';
+import { pathAndQueryOf } from './target-origin.js';
 
 /**
  * Why http-proxy would drop this upgrade without a byte (it relays only `GET` with `Upgrade:
@@ -186,7 +187,7 @@ export class UpgradeRelay {
     // The upgrade is one request start; the long-lived stream after it is not paced.
     waited.slot.release();
     if (socket.destroyed) return;
-    req.url = target.pathname + target.search;
+    req.url = pathAndQueryOf(target);
     const userAgent = outgoingUserAgent(admitted.identity, req.headers['user-agent'], decision.identity?.claimedTokens ?? decision.agentTokens);
     if (userAgent === undefined) delete req.headers['user-agent'];
     else req.headers['user-agent'] = userAgent;

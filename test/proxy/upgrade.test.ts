@@ -87,6 +87,12 @@ describe('Upgrade through the proxy', () => {
     assert.deepEqual(upgrades, ['/ws']);
   });
 
+  it('relays the target with its empty query, as sent (RFC 9110 §7.7; before: `/ws?` reached the origin as `/ws`)', async () => {
+    const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/ws-query?`, host, 'zz9');
+    assert.match(text, /^HTTP\/1\.1 101 /);
+    assert.equal(upgrades.at(-1), '/ws-query?');
+  });
+
   it('adds its Via to the upgrade it relays and to the answer (RFC 9110 §7.6.3), after the hops already there', async () => {
     const text = await rawUpgrade(proxy.proxyAddress.port, `${originUrl}/ws-via`, host, 'ping-via', 'Via: 1.0 corp-gateway\r\n');
     assert.match(text, /^HTTP\/1\.1 101 /);
