@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { hostKeyOf, originOf, pathAndQueryOf } from '../../src/proxy/target-origin.js';
 
 describe('originOf and pathAndQueryOf', () => {
-  it('spell the origin as URL.origin, and the path plus query as pathname + search, for http and https targets', () => {
+  it('spell the origin as URL.origin, and the path plus query as pathname + search (an empty query with its ?), for http and https targets', () => {
     const urls = [
       'http://a.example/page/1?q=1',
       'http://A.Example:80/x',
@@ -38,7 +38,8 @@ describe('originOf and pathAndQueryOf', () => {
     for (const text of urls) {
       const url = new URL(text);
       assert.equal(originOf(url), url.origin, text);
-      assert.equal(pathAndQueryOf(url), (url.pathname || '/') + url.search, text);
+      // An empty query keeps its `?` (`/p?`), which `search` does not show (RFC 9110 §7.7: forwarded as sent).
+      assert.equal(pathAndQueryOf(url), (url.pathname || '/') + (url.search || (url.href.endsWith('?') ? '?' : '')), text);
     }
   });
 
