@@ -11,8 +11,9 @@ import { UsageError } from './errors.js';
  * @throws {UsageError}
  */
 export function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options']>>(command: string, args: string[], options: O, allowPositionals = false) {
+  let parsed;
   try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
+    parsed = parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     if (!code.startsWith('ERR_PARSE_ARGS')) throw err;
@@ -26,6 +27,30 @@ export function parseCommandArgs<O extends NonNullable<ParseArgsConfig['options'
             ? invalidValueMessage(/--[\w-]+/.exec(quoted)?.[0] ?? quoted, options, quoted.includes('<value>'))
             : (err as Error).message;
     throw new UsageError(`${command}: ${what}; run "robots-proxy ${command} --help"`, { cause: err });
+  }
+  refuseRepeatedOptions(command, parsed.tokens, options);
+  const { values, positionals } = parsed;
+  return { values, positionals };
+}
+
+/**
+ * Refuses an option that takes one value but was given twice: Node keeps the last one silently,
+ * so `report --ledger a.sqlite --ledger b.sqlite` reported b alone and `serve --config a --config b`
+ * served b. Options declared `multiple`, and flags (a repeated `--json` loses nothing), may repeat. Pure.
+ * @throws {UsageError} "option --ledger given twice ("a.sqlite", "b.sqlite"); it takes one value".
+ */
+function refuseRepeatedOptions(command: string, tokens: ReadonlyArray<{ kind: string; name?: string; value?: string | undefined }>, options: NonNullable<ParseArgsConfig['options']>): void {
+  const seen = new Map<string, string | undefined>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === undefined) continue;
+    const option = options[token.name];
+    if (option?.type !== 'string' || option.multiple === true) continue;
+    if (seen.has(token.name)) {
+      throw new UsageError(
+        `${command}: option --${token.name} given twice (${JSON.stringify(seen.get(token.name))}, ${JSON.stringify(token.value)}); it takes one value; run "robots-proxy ${command} --help"`,
+      );
+    }
+    seen.set(token.name, token.value);
   }
 }
 

@@ -205,6 +205,9 @@ describe('robots-proxy report', () => {
       // Node calls a value starting with "-" ambiguous: the option still needs a value, and may have one written with "=".
       [['report', '--limit', '-1'], 'robots-proxy: report: option --limit needs a value (one starting with "-" is written --limit=-VALUE); run "robots-proxy report --help"\n'],
       [['report', '--since', '--json'], 'robots-proxy: report: option --since needs a value (one starting with "-" is written --since=-VALUE); run "robots-proxy report --help"\n'],
+      // Node keeps the last of a repeated option: two instances' ledgers reported the second alone, silently.
+      [['report', '--ledger', 'a.sqlite', '--ledger', 'b.sqlite'], 'robots-proxy: report: option --ledger given twice ("a.sqlite", "b.sqlite"); it takes one value; run "robots-proxy report --help"\n'],
+      [['report', '-o', 'a.html', '--out=b.html'], 'robots-proxy: report: option --out given twice ("a.html", "b.html"); it takes one value; run "robots-proxy report --help"\n'],
     ];
     for (const [args, stderr] of cases) {
       const r = await runCli(args);
