@@ -9,6 +9,7 @@ import { RedisConnection, type StateLogger } from './redis-connection.js';
 import { RedisSlotStore } from './redis-slots.js';
 import { RedisSnapshotFlight } from './redis-snapshots.js';
 import { maxRecordBytesOf } from './snapshot-codec.js';
+import { fallbackClause } from './fallback-text.js';
 
 export type { FetchedEntry, SlotLease, SlotRequest, SlotReservation, SlotReturn, SlotStore, SnapshotFlight } from './types.js';
 export { MemorySlotStore, MemorySnapshotFlight } from './memory.js';
@@ -37,7 +38,7 @@ export async function openRedisFleetState(
   deps: { clock: Clock; logger: StateLogger; parse: (body: Buffer) => RobotsTxt; retainMs: number; maxBodyBytes: number },
 ): Promise<RedisFleetState> {
   const { redis } = config;
-  const connection = new RedisConnection({ url: redis.url, keyPrefix: redis.keyPrefix, commandTimeoutMs: redis.commandTimeoutMs, logger: deps.logger });
+  const connection = new RedisConnection({ url: redis.url, keyPrefix: redis.keyPrefix, commandTimeoutMs: redis.commandTimeoutMs, logger: deps.logger, fallback: fallbackClause(config) });
   const slots = new RedisSlotStore(connection, { slotLeaseMs: redis.slotLeaseMs, logger: deps.logger });
   const snapshots = new RedisSnapshotFlight(connection, { lockLeaseMs: redis.robotsLockLeaseMs, retainMs: deps.retainMs, parse: deps.parse, maxRecordBytes: maxRecordBytesOf(deps.maxBodyBytes), clock: deps.clock, logger: deps.logger });
   await connection.start();

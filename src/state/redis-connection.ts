@@ -25,6 +25,11 @@ export interface RedisConnectionOptions {
   /** Longest wait for one command or for connecting, ms. */
   commandTimeoutMs: number;
   logger: StateLogger;
+  /**
+   * What this instance does while Redis does not answer, as a clause for the `fleet-state` lines
+   * (see `fallbackClause`); default: "falling back (state.redis.onUnavailable)".
+   */
+  fallback?: string;
 }
 
 /** Counters of a {@link RedisConnection} since it was made. */
@@ -68,6 +73,9 @@ export class RedisConnection {
   #isAvailable = false;
   #probe: NodeJS.Timeout | undefined;
   #isClosed = false;
+  /** The latest connection error (e.g. "connect ECONNREFUSED 127.0.0.1:6390"), for the start warning. */
+  #lastError: string | undefined;
+  #hasBeenAvailable = false;
   readonly #stats = { unavailableEpisodes: 0, roundTrips: 0, failures: 0 };
 
   constructor(options: RedisConnectionOptions) {
@@ -86,7 +94,9 @@ export class RedisConnection {
     this.client.on('ready', () => this.#setAvailable(true, 'connected'));
     this.client.on('close', () => this.#setAvailable(false, 'connection closed'));
     // Errors also arrive as failed commands or 'close'; the event must have a listener.
-    this.client.on('error', () => undefined);
+    this.client.on('error', (error: Error) => {
+      this.#lastError = error.message;
+    });
     this.#subscriber.on('error', () => undefined);
     this.#subscriber.on('message', (channel: string, message: string) => {
       for (const handler of this.#handlers.get(channel) ?? []) handler(message);
@@ -97,7 +107,17 @@ export class RedisConnection {
   async start(): Promise<void> {
     const connect = (redis: Redis): Promise<void> => redis.connect().catch(() => undefined);
     await Promise.race([Promise.all([connect(this.client), connect(this.#subscriber)]), delay(this.#options.commandTimeoutMs * 2)]);
-    if (!this.#isAvailable) this.#options.logger.warn({ event: 'fleet-state', redis: redactUrl(this.#options.url) }, 'Redis does not answer at start; pacing falls back until it does');
+    if (!this.#isAvailable) {
+      const redis = redactUrl(this.#options.url);
+      this.#options.logger.warn(
+        { event: 'fleet-state', redis, err: this.#lastError ?? null },
+        `Redis (${redis}) does not answer at start${this.#lastError === undefined ? '' : ` (${this.#lastError})`}; until it does, ${this.#fallback}`,
+      );
+    }
+  }
+
+  get #fallback(): string {
+    return this.#options.fallback ?? 'falling back (state.redis.onUnavailable)';
   }
 
   /** The full name of a key or channel: the prefix, then the parts joined with `:`. */
@@ -179,10 +199,11 @@ export class RedisConnection {
     if (isAvailable) {
       clearInterval(this.#probe);
       this.#probe = undefined;
-      this.#options.logger.info({ event: 'fleet-state', available: true, why }, 'Redis answers: pacing and robots.txt fetches are fleet-wide again');
+      this.#options.logger.info({ event: 'fleet-state', available: true, why }, `Redis answers: pacing and robots.txt fetches are fleet-wide${this.#hasBeenAvailable ? ' again' : ''}`);
+      this.#hasBeenAvailable = true;
     } else {
       this.#stats.unavailableEpisodes++;
-      this.#options.logger.warn({ event: 'fleet-state', available: false, why }, 'Redis unavailable: falling back (state.redis.onUnavailable)');
+      this.#options.logger.warn({ event: 'fleet-state', available: false, why }, `Redis unavailable (${why}): ${this.#fallback}`);
     }
     for (const listener of this.#availabilityListeners) listener(isAvailable);
   }
