@@ -85,6 +85,9 @@ describe('report page in a real browser', { skip: existsSync(CHROMIUM) ? false :
     const botRows = await page.$$eval('table[data-table="bots"] tbody tr', (rows) => rows.map((r) => [r.querySelector('[data-key="token"]')!.textContent, Number(r.querySelector('[data-key="requests"]')!.textContent)]));
     const fromLedger = db.prepare('SELECT token, sum(requests) AS n FROM rollups GROUP BY token ORDER BY n DESC').all() as Array<{ token: string; n: number }>;
     assert.deepEqual(botRows, fromLedger.map((r) => [r.token, r.n]));
+    // A delay applied above the file's crawl-delay (2000 ms beside "*: 1s") puzzled an operator of a
+    // fleet whose instance had paced alone without Redis: the note says what raises it.
+    assert.match((await page.textContent('#section-origins .note')) ?? '', /longest delay the queue applied \(more than the crawl-delay in the file when pacing\.minDelay or a policy rule raised it, or while an instance of a fleet paced alone without Redis: delay x state\.fleetSize\)/);
   });
 
   it('answers which bot was refused most and by which line, which robots.txt changed or failed, which bot waited longest', async () => {
