@@ -197,7 +197,7 @@ async function main(argv: string[]): Promise<number> {
         process.stdout.write(`${REPORT_USAGE}\n`);
         return 0;
       }
-      const { runReport } = await import('./main.js');
+      const { runReport } = await import('./audit/report/run-report.js');
       return runReport(rest, configPathFrom);
     }
     case 'passwd':

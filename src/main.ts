@@ -44,6 +44,7 @@ import { unknownIdentityWarnings, type UnknownIdentityWarning } from './access/i
 import { isLoopbackHost } from './config/schema.js';
 import { Drain, type DrainReport } from './lifecycle/drain.js';
 import { reloadConfigFile, type ReloadReport } from './lifecycle/reload.js';
+import { ledgerPathOf } from './audit/report/run-report.js';
 import { runUntilStopped } from './lifecycle/process-handlers.js';
 import { decideWithoutRobots } from './policy/decide.js';
 import { upstreamConnector } from './upstream-connector.js';
@@ -217,10 +218,6 @@ function warnIfHostsDeprecated(config: Config, logger: Logger): void {
   );
 }
 
-/** The ledger's file: `ledger.path`, else `<stateDir>/ledger.sqlite`. */
-export function ledgerPathOf(config: Config): string {
-  return resolve(config.ledger.path ?? join(config.stateDir, 'ledger.sqlite'));
-}
 
 /** The ledger the config asks for (undefined when `ledger.enabled` is false); never throws (see {@link Ledger}). */
 function createLedger(config: Config, clock: Clock, logger: Logger): Ledger | undefined {
@@ -655,21 +652,6 @@ export async function serve(options: ServeOptions): Promise<void> {
   });
 }
 
-/**
- * `robots-proxy report`: writes the compliance report (see `audit/report/report-cli.ts`).
- * @throws {UsageError} for bad arguments, {@link ConfigError} for a bad config, `LedgerError` for an unreadable ledger.
- */
-export async function runReport(args: string[], configPathFrom: (given: string | undefined) => string): Promise<number> {
-  const { runReportCommand } = await import('./audit/report/report-cli.js');
-  const { readerFromLogs } = await import('./audit/report/log-import.js');
-  return runReportCommand(args, {
-    ledgerPathFromConfig: (configPath) => ledgerPathOf(loadConfig(configPathFrom(configPath))),
-    readerFromLogs,
-    stderr: (text) => process.stderr.write(text),
-    stdout: (text) => process.stdout.write(text),
-    nowMs: () => Date.now(),
-  });
-}
 
 /**
  * `robots-proxy ca`: prints the interception CA's path and PEM on stdout (creating it on first
