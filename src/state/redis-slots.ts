@@ -103,6 +103,7 @@ export class RedisSlotStore implements SlotStore {
   async reserve(request: SlotRequest): Promise<SlotReservation> {
     const token = `${this.#tokenPrefix}.${(this.#tokenSeq++).toString(36)}`;
     const keys = this.#keysOf(request.origin);
+    const leaseOf = (renewedAtMs: number): HeldLease => ({ origin: request.origin, token, isDelayed: request.delayMs > 0, maxConcurrency: request.maxConcurrency, renewedAtMs });
     let isSent = false;
     const reply = await this.#connection.run('reserve', (client) => {
       isSent = true;
@@ -119,12 +120,12 @@ export class RedisSlotStore implements SlotStore {
         String(request.maxStartInMs ?? Number.MAX_VALUE),
       );
     }).catch((error: unknown) => {
-      if (isSent) this.#keepUnsent([{ lease: { origin: request.origin, token, isDelayed: request.delayMs > 0, maxConcurrency: request.maxConcurrency, renewedAtMs: 0 }, facts: { sentAgoMs: undefined, pauseMs: 0 } }]);
+      if (isSent) this.#keepUnsent([{ lease: leaseOf(0), facts: { sentAgoMs: undefined, pauseMs: 0 } }]);
       throw error;
     });
     const ms = Math.max(0, Number(reply[2]));
     if (reply[0] !== 1) return { granted: false, why: reply[1] === 'paused' || reply[1] === 'later' ? reply[1] : 'busy', retryInMs: ms };
-    const lease: HeldLease = { origin: request.origin, token, isDelayed: request.delayMs > 0, maxConcurrency: request.maxConcurrency, renewedAtMs: performance.now() };
+    const lease = leaseOf(performance.now());
     this.#held.set(token, lease);
     return { granted: true, lease, startInMs: ms };
   }
