@@ -58,7 +58,9 @@ type Directive = 'user-agent' | 'allow' | 'disallow' | 'sitemap' | 'crawl-delay'
  *   UTF-8 byte order mark (or a prefix of one) at the very start is skipped.
  * - `#` starts a comment anywhere. Keys are case-insensitive and accept the
  *   reference's typos (`useragent`, `user agent`, `disalow`, `dissallow`, ...);
- *   a line without a colon is accepted when it holds exactly two tokens.
+ *   a line without a colon is accepted when it holds exactly two tokens
+ *   separated by spaces and tabs (a `\v` or `\f` between them makes a third,
+ *   as the reference reads it: `Disallow \v /a` is no rule).
  * - Groups (§2.2.1): `user-agent` lines open a group; the group is closed by
  *   the first `user-agent` line after an `allow`/`disallow`. Blank lines,
  *   comments, sitemaps and unknown lines do not end a group.
@@ -240,11 +242,13 @@ class RobotsBuilder {
     let valueStart: number;
     const hasColon = sep !== -1;
     if (sep === -1) {
-      // Reference leniency: "key value" without a colon, exactly two tokens.
+      // Reference leniency: "key value" without a colon, exactly two tokens, split by spaces and tabs only: a
+      // \v or \f after the separator starts a third token (the reference skips " \t" there, strspn), so
+      // `Disallow \v /a` is no rule.
       sep = findSpace(line, 0);
       if (sep === -1) return this.warn(lineNumber, 'invalid-line', 'line has no key and value');
       valueStart = sep;
-      while (valueStart < line.length && isSpace(line.charCodeAt(valueStart))) valueStart++;
+      while (valueStart < line.length && isBlank(line.charCodeAt(valueStart))) valueStart++;
       if (findSpace(line, valueStart) !== -1) return this.warn(lineNumber, 'invalid-line', 'line has no colon and more than two tokens');
     } else {
       valueStart = sep + 1;
@@ -438,10 +442,15 @@ function trim(s: string): string {
   return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
+/** A space or a tab: the separators of a line without a colon (the reference's `" \t"`). */
+function isBlank(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/** Index of the first space or tab of `s` at or after `from`, or -1. */
 function findSpace(s: string, from: number): number {
   for (let i = from; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 0x20 || c === 0x09) return i;
+    if (isBlank(s.charCodeAt(i))) return i;
   }
   return -1;
 }

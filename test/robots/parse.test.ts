@@ -57,6 +57,12 @@ describe('parseRobotsTxt: lenient reading of real files', () => {
     assert.deepEqual(robots.groupsByToken.get('c')?.rules, [], 'three tokens without a colon is not a rule');
   });
 
+  it('splits a line without a colon at spaces and tabs only: a \\v or \\f between them is a third token', () => {
+    // The compiled reference skips " \t" after the separator (strspn): `Disallow \v /a` is no rule there.
+    const robots = parseRobotsTxt('user-agent: a\ndisallow \x0b /1\ndisallow \x0c /2\ndisallow\t\x0b\t/3\ndisallow \x0b/4\ndisallow\x0b /5\n');
+    assert.deepEqual(robots.groupsByToken.get('a')?.rules.map((r) => r.pattern), ['/4', '/5']);
+  });
+
   it('cuts the line at NUL and at # comments', () => {
     const robots = parseRobotsTxt('User-agent: a\nDisallow: /x\0/y\nDisallow: /p#q\n');
     assert.deepEqual(robots.groupsByToken.get('a')?.rules.map((r) => r.pattern), ['/x', '/p']);

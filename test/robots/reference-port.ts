@@ -45,6 +45,12 @@ export function referenceEscapePattern(octets: string): string {
   return out;
 }
 
+/** `s` up to its first NUL: what a C string holding `s` reads as. */
+function cutAtNul(s: string): string {
+  const nul = s.indexOf('\0');
+  return nul === -1 ? s : s.slice(0, nul);
+}
+
 /** `RobotsMatchStrategy::Matches`: `*` any run, a final `$` anchors, anything else literal. */
 export function referencePatternMatches(path: string, pattern: string): boolean {
   let positions = [0];
@@ -74,7 +80,8 @@ export function referencePatternMatches(path: string, pattern: string): boolean 
  *   Absent: the reference exactly.
  */
 export function referenceAllowed(body: Uint8Array, agent: string, url: string, spelling?: (value: string) => string | undefined): boolean {
-  const path = extractPathAndQuery(url);
+  // The reference matches `path_`, a C string: a NUL in the URL's path ends it (`/a\0b` is matched as `/a`).
+  const path = cutAtNul(extractPathAndQuery(url));
   const priority = { allowSpecific: -1, disallowSpecific: -1, allowGlobal: -1, disallowGlobal: -1 };
   let seenGlobal = false;
   let seenSpecific = false;
