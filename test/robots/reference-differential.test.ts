@@ -55,6 +55,17 @@ function randomCase(random: () => number): Case {
   return { body, agent: pick(AGENTS), path: sequence(PATH_PARTS, '/', 7) };
 }
 
+/** Asserts that the product and the port give `count` cases of `generate` the same verdict; the body is encoded as `encoding`. */
+function assertSameVerdicts(random: () => number, count: number, generate: (random: () => number) => Case, encoding: 'utf8' | 'latin1'): void {
+  for (let i = 0; i < count; i++) {
+    const c = generate(random);
+    const body = Buffer.from(c.body, encoding);
+    const url = `http://example.com${c.path}`;
+    const ours = evaluate(parseRobotsTxt(body), [c.agent], extractPathAndQuery(url)).allowed;
+    assert.equal(ours, referenceAllowed(body, c.agent, url), `case ${i}: ${JSON.stringify(c)}`);
+  }
+}
+
 describe('differential against a port of the reference (reference-port.ts)', () => {
   it('the port agrees with every conformance vector of the reference', () => {
     const lines = readFileSync(join(CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE), 'utf8').split('\n').filter((l) => l.trim().length > 0);
@@ -64,25 +75,11 @@ describe('differential against a port of the reference (reference-port.ts)', () 
   });
 
   it('30,000 random files and paths without % or non-ASCII: the same verdict', () => {
-    const random = prng(20261201);
-    for (let i = 0; i < 30_000; i++) {
-      const c = randomCase(random);
-      const body = Buffer.from(c.body, 'utf8');
-      const url = `http://example.com${c.path}`;
-      const ours = evaluate(parseRobotsTxt(body), [c.agent], extractPathAndQuery(url)).allowed;
-      assert.equal(ours, referenceAllowed(body, c.agent, url), `case ${i}: ${JSON.stringify(c)}`);
-    }
+    assertSameVerdicts(prng(20261201), 30_000, randomCase, 'utf8');
   });
 
   it('20,000 files stressing the parser (separators \\v \\f \\xa0, NUL, BOMs, long lines, dense rules, noise): the same verdict', () => {
     // The port agrees with the compiled reference on these (session 30: 0 differences in 4 million cases).
-    const random = prng(20261203);
-    for (let i = 0; i < 20_000; i++) {
-      const c = stressCase(random);
-      const body = Buffer.from(c.body, 'latin1');
-      const url = `http://example.com${c.path}`;
-      const ours = evaluate(parseRobotsTxt(body), [c.agent], extractPathAndQuery(url)).allowed;
-      assert.equal(ours, referenceAllowed(body, c.agent, url), `case ${i}: ${JSON.stringify(c)}`);
-    }
+    assertSameVerdicts(prng(20261203), 20_000, stressCase, 'latin1');
   });
 });
