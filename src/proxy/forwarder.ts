@@ -213,10 +213,19 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
    * Idempotent; nothing once settled.
    */
   clientClosed(): void {
-    if (this.res.writableFinished || this.settled || this.writeTimedOut) return;
+    if (this.res.writableFinished || this.settled || this.writeTimedOut || this.clientAborted) return;
     this.clientAborted = true;
     // Upstream done (or never started): nothing will call back; settle now.
     if (this.upstreamEnded || this.abortUpstream === undefined) return this.finish(undefined);
+    // Sent and not yet answered: the origin is working on it whether or not the client waits, so the
+    // exchange (and the start slot the pipeline releases when it settles) lasts until the origin's
+    // head (onHeaders aborts it there) or the upstream timeout. Aborted at once, a client that
+    // leaves right after each request would keep any number of requests in the origin's hands
+    // past maxConcurrency, or overlap a slow origin under a crawl-delay (DESIGN.md, Pacing
+    // semantics: only one request in flight). Closing the upstream connection does not stop the
+    // origin's work (upstream-abandoned requests run on in most servers).
+    // A request whose body the client did not finish is no request the origin can serve: aborted at once.
+    if (this.status === undefined && this.res.req.complete) return;
     this.abortUpstream(new Error('client closed the connection'));
   }
 
@@ -277,6 +286,11 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
       return true;
     }
     this.status = statusCode;
+    // The client left while the origin was working (clientClosed): the origin has answered; now the exchange ends.
+    if (this.clientAborted) {
+      (this.abortUpstream as (err?: Error) => void)(new Error('client closed the connection'));
+      return false;
+    }
     this.resumeUpstream = resume;
     // Handed to the hook with the first body byte or the end: Node puts a head on the wire only
     // then anyway, and an origin that fails before either (a malformed first chunk, a reset) leaves

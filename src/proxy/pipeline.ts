@@ -583,7 +583,8 @@ export class RequestPipeline {
     if (decision.upstream === undefined && relayed.status !== undefined) decision.upstream = { status: relayed.status };
     x.onUpstreamEnd();
     x.upstreamStatus = relayed.status ?? null;
-    x.status = relayed.status ?? 0;
+    // A client that left before the origin's head (the exchange ran on until it: forwarder.ts clientClosed) got nothing.
+    x.status = relayed.clientAborted && !res.headersSent ? 0 : (relayed.status ?? 0);
     x.bytesSent = relayed.bytesSent;
     x.bytesReceived = x.body?.bytes ?? 0;
     if (x.isBodyTimedOut || relayed.error === CLIENT_WRITE_TIMEOUT) {

@@ -15,9 +15,11 @@ import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
 import { decideWithoutRobots } from '../policy/decide.js';
 import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
+import { contentRefusal, contentWithoutMeaningOf } from './request-content.js';
 import { outgoingUserAgent } from '../policy/identity.js';
 import type { AdmittedClient } from '../access/access-control.js';
 import { CancelSignal } from '../pacing/index.js';
+import type { Slot } from '../pacing/types.js';
 import type { AccessEntry } from '../audit/access-entry.js';
 import { identityOf, type RequestPipeline } from './pipeline.js';
 import type { TargetGuard } from './target-guard.js';
@@ -71,6 +73,15 @@ export class UpgradeRelay {
   private readonly decisionHeaders = new WeakMap<IncomingMessage, string>();
   /** The upgrades handed to http-proxy whose access line waits for the origin's answer (101 or not) or failure. */
   private readonly relayed = new WeakMap<IncomingMessage, RelayedUpgrade>();
+  /**
+   * The start slot of each upgrade handed to http-proxy, held until the origin has answered: a 101
+   * (the long-lived stream after it is not paced), the end of any other answer (an origin that does
+   * not speak WebSocket there serves the page as a plain GET, RFC 9110 §7.8: a server may ignore
+   * Upgrade), or a failure. Released at the start instead, an `Upgrade: websocket` field made any
+   * page request escape `maxConcurrency` and, under a crawl-delay, the one request in flight
+   * (DESIGN.md, Pacing semantics).
+   */
+  private readonly slots = new WeakMap<IncomingMessage, Slot>();
   private readonly proxy = httpProxy.createProxyServer({ ws: true, xfwd: false, changeOrigin: true });
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
@@ -84,6 +95,7 @@ export class UpgradeRelay {
     // origin failed before answering gets the proxy's 502 (504 on a timeout) while the client's
     // socket can still take it; its access line says so.
     this.proxy.on('error', (err, req, target) => {
+      this.releaseSlot(req);
       const socket = target as Duplex | undefined;
       const relayed = this.relayed.get(req);
       if (relayed !== undefined && socket !== undefined && !socket.destroyed && socket.writable) {
@@ -112,10 +124,15 @@ export class UpgradeRelay {
         stamp(res);
         frameRefusalForRelay(res, res.httpVersion, this.deps.viaPseudonym);
         this.finishRelayed(req, res.statusCode ?? 0, null);
+        // The exchange is over once the answer has been read (or its connection closed).
+        const release = (): void => this.releaseSlot(req, res.statusCode, res.headers['retry-after']);
+        res.once('end', release);
+        res.once('close', release);
       });
       proxyReq.once('upgrade', (res: IncomingMessage, proxySocket: Duplex) => {
         stamp(res);
         res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
+        this.releaseSlot(req, 101);
         this.finishRelayed(req, 101, null);
         // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
         // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
@@ -169,6 +186,9 @@ export class UpgradeRelay {
     // chunked cannot be forwarded (RFC 9112 §6.1), 501 as on a plain request (transfer-coding.ts).
     const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
     if (codings !== undefined) return this.refuse(req, socket, transferCodingRefusal(target, codings), { via, startedAtMs, url: target.href });
+    // An Upgrade is a GET: content on it is refused as on a plain GET (request-content.ts).
+    const contentMethod = contentWithoutMeaningOf(req.method, req.headers['content-length'], req.headers['transfer-encoding']);
+    if (contentMethod !== undefined) return this.refuse(req, socket, contentRefusal(target, contentMethod), { via, startedAtMs, url: target.href });
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
     const admitted = await pipeline.admit(req, { origin: target.origin, ...(tunnel ? { tunnel } : {}) });
@@ -184,9 +204,9 @@ export class UpgradeRelay {
       if (waited.refusal !== 'aborted') return refuse();
       return void socket.destroy();
     }
-    // The upgrade is one request start; the long-lived stream after it is not paced.
-    waited.slot.release();
-    if (socket.destroyed) return;
+    // The upgrade is one request start, in flight until the origin answers (see `slots`); the
+    // long-lived stream after a 101 is not paced.
+    if (socket.destroyed) return waited.slot.release();
     req.url = pathAndQueryOf(target);
     const userAgent = outgoingUserAgent(admitted.identity, req.headers['user-agent'], decision.identity?.claimedTokens ?? decision.agentTokens);
     if (userAgent === undefined) delete req.headers['user-agent'];
@@ -197,14 +217,31 @@ export class UpgradeRelay {
     this.decisionHeaders.set(req, decisionHeaderValue(decision));
     const isHttps = target.protocol === 'https:';
     this.relayed.set(req, { decision, startedAtMs, via, url: target.href });
-    // A client that leaves before the origin answers: its access line says so.
-    socket.once('close', () => this.finishRelayed(req, 0, 'CLIENT_ABORTED'));
-    this.proxy.ws(req, socket, head, {
-      target: target.origin,
-      agent: isHttps ? this.httpsAgent : this.httpAgent,
-      secure: true,
-      proxyTimeout: this.timeoutMs,
+    this.slots.set(req, waited.slot);
+    // A client that leaves before the origin answers: its access line says so; the upstream request is destroyed.
+    socket.once('close', () => {
+      this.releaseSlot(req);
+      this.finishRelayed(req, 0, 'CLIENT_ABORTED');
     });
+    try {
+      this.proxy.ws(req, socket, head, {
+        target: target.origin,
+        agent: isHttps ? this.httpsAgent : this.httpAgent,
+        secure: true,
+        proxyTimeout: this.timeoutMs,
+      });
+    } catch (err) {
+      this.releaseSlot(req);
+      throw err;
+    }
+  }
+
+  /** Releases the start slot of `req`'s upgrade once (see `slots`); `status` and `retryAfter`: the origin's answer, for its 429/503 pause. */
+  private releaseSlot(req: IncomingMessage, status?: number, retryAfter?: string): void {
+    const slot = this.slots.get(req);
+    if (slot === undefined) return;
+    this.slots.delete(req);
+    slot.release(status === undefined ? {} : { status, retryAfter: retryAfter ?? null });
   }
 
   /** Writes the access line of a relayed upgrade once (`status`: what the client got, 0 for nothing). */

@@ -1,7 +1,8 @@
 /**
  * A client that leaves while its request is with the origin: the upstream exchange is aborted
- * (the origin sees its connection close) and the access line says `CLIENT_ABORTED`, whether the
- * origin's head had been relayed or not; and after the request was ended early (a drain's
+ * (the origin sees its connection close) and the access line says `CLIENT_ABORTED`: at once when
+ * the origin's head had been relayed, once the origin answers when it had not (the request is in
+ * the origin's hands until then, and holds its start slot: pacing-escapes.test.ts); and after the request was ended early (a drain's
  * `abandonInFlight`) while its relay still runs, a client that leaves still aborts the upstream
  * exchange, with no second access line. The response's `close` is watched by one listener of the
  * pipeline's, which tells the relay (issue 11); these are the cases that listener must not lose.
@@ -21,6 +22,8 @@ describe('a client that leaves while its request is with the origin', () => {
   let logs: LogCapture;
   /** Paths whose response the origin saw closed before it finished (the proxy abandoned the exchange). */
   const abandonedAtOrigin = new Set<string>();
+  /** The responses of /silent/... requests, which the tests answer themselves. */
+  const silent = new Map<string, import('node:http').ServerResponse>();
   const clients: RawClient[] = [];
 
   before(async () => {
@@ -30,7 +33,8 @@ describe('a client that leaves while its request is with the origin', () => {
       res.on('close', () => {
         if (!res.writableFinished) abandonedAtOrigin.add(url);
       });
-      // /head/...: the head and a first chunk, then nothing more; /silent/...: not even a head.
+      // /head/...: the head and a first chunk, then nothing more; /silent/...: not even a head, until the test writes one.
+      if (url.startsWith('/silent/')) silent.set(url, res);
       if (url.startsWith('/head/')) {
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.write('first bytes\n');
@@ -67,17 +71,25 @@ describe('a client that leaves while its request is with the origin', () => {
     assert.equal(line?.['upstreamStatus'], 200);
   });
 
-  it('before any head: the origin is cut, the line says CLIENT_ABORTED without a status', async () => {
+  it('before any head: the exchange lasts until the origin answers, then the origin is cut and the line says CLIENT_ABORTED', async () => {
     const client = await send('/silent/1');
     await waitFor(() => origin.hits.some((h) => h.url === '/silent/1'), 'the request at the origin');
     client.socket.destroy();
-    await waitFor(() => abandonedAtOrigin.has('/silent/1'), 'the origin to see the exchange abandoned');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(!abandonedAtOrigin.has('/silent/1'), 'not cut while the origin works on it');
+    assert.equal(proxy.pacer.stats().inFlight, 1, 'the slot is held while the origin works on it');
+    assert.equal(linesOf('/silent/1').length, 0, 'no line yet');
+    const res = silent.get('/silent/1');
+    res?.writeHead(200, { 'content-type': 'text/plain' });
+    res?.write('late bytes\n');
+    await waitFor(() => abandonedAtOrigin.has('/silent/1'), 'the origin to see the exchange abandoned once it answered');
     await waitFor(() => linesOf('/silent/1').length === 1, 'the access line');
     const [line] = linesOf('/silent/1');
     assert.equal(line?.['error'], 'CLIENT_ABORTED');
     assert.equal(line?.['clientAborted'], true);
-    assert.equal(line?.['upstreamStatus'], null);
-    assert.equal(proxy.pacer.stats().inFlight, 0, 'the slot is free');
+    assert.equal(line?.['status'], 0, 'the client got nothing');
+    assert.equal(line?.['upstreamStatus'], 200, 'the origin answered');
+    await waitFor(() => proxy.pacer.stats().inFlight === 0, 'the slot to be freed');
   });
 
   it('ended early (abandonInFlight) while relayed, then the client leaves: the origin is still cut, one line', async () => {
