@@ -22,6 +22,7 @@ import { connectionPortOf } from './canonical-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import { acceptWithStableSocketOptions } from './socket-accept.js';
 import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
+import { contentRefusal, contentWithoutMeaningOf } from './request-content.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -156,6 +157,9 @@ export class ProxyServer {
     // A body in a transfer coding other than chunked cannot be forwarded (RFC 9112 §6.1): 501, before robots.txt or pacing.
     const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
     if (codings !== undefined) return refuseRequest(this.deps, req, res, transferCodingRefusal(target, codings), 'http');
+    // Content on a GET, HEAD, DELETE or TRACE: 400, since an origin that reads none would take it as a request (request-content.ts).
+    const contentMethod = contentWithoutMeaningOf(req.method, req.headers['content-length'], req.headers['transfer-encoding']);
+    if (contentMethod !== undefined) return refuseRequest(this.deps, req, res, contentRefusal(target, contentMethod), 'http');
     void this.deps.pipeline.handle({ req, res, target, via: 'http', boundary: this.boundary });
   }
 
