@@ -412,7 +412,7 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     ledger?.observe(entry);
   };
 
-  const upgrade = new UpgradeRelay({ clock, onFinished, guard, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs, viaPseudonym });
+  const upgrade = new UpgradeRelay({ clock, onFinished, guard, logger, ...(upstreamTls ? { secureContext: upstreamTls } : {}), timeoutMs: config.upstream.timeoutMs, viaPseudonym });
   const pipeline = new RequestPipeline({ config, robots: robotsCache, pacer, forwarder, guard, clock, viaPseudonym, onFinished, onLimit, access });
   upgrade.setPipeline(pipeline);
   const connect = new ConnectHandler({

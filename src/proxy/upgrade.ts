@@ -32,6 +32,8 @@ import { frameRefusalForRelay } from './upgrade-refusal.js';
 import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
 import type { TargetUrl } from './canonical-target.js';
 import { pathAndQueryOf } from './target-origin.js';
+import { ClientFrameReader } from './websocket-frames.js';
+import type { Logger } from 'pino';
 
 /**
  * Why http-proxy would drop this upgrade without a byte (it relays only `GET` with `Upgrade:
@@ -64,6 +66,8 @@ export interface UpgradeDeps {
   timeoutMs: number;
   /** `Via` pseudonym of this instance (see `makeViaPseudonym`), added to the upgrade and its answer. */
   viaPseudonym: string;
+  /** Where a WebSocket stream closed for carrying no frames is logged (`websocket-stream-refused`). */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /** Decides, paces and relays Upgrade requests through http-proxy (lifecycle: `close()`). */
@@ -133,7 +137,9 @@ export class UpgradeRelay {
         stamp(res);
         res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
         this.releaseSlot(req, 101);
+        const url = this.relayed.get(req)?.url ?? '';
         this.finishRelayed(req, 101, null);
+        this.readClientFrames(req, url, socket, proxySocket, res.headers['sec-websocket-extensions'] !== undefined);
         // http-proxy pipes the two sockets, but both ends are half-open sockets (http servers allow
         // it) and pipe forwards only 'end': a side that leaves would leave the other open for ever.
         // An upgraded stream is over when either side ends or closes.
@@ -234,6 +240,28 @@ export class UpgradeRelay {
       this.releaseSlot(req);
       throw err;
     }
+  }
+
+  /**
+   * Reads the client's side of a switched stream as WebSocket frames (websocket-frames.ts) as it is
+   * relayed: what is no frame (an HTTP request sent into the stream, say) closes both sides before
+   * it is written upstream. Listens before http-proxy's pipe (this runs in the 'upgrade' event
+   * ahead of http-proxy's listener), so each chunk is read before it is relayed.
+   */
+  private readClientFrames(req: IncomingMessage, url: string, socket: Duplex, proxySocket: Duplex, allowsReservedBits: boolean): void {
+    const reader = new ClientFrameReader(allowsReservedBits);
+    const onData = (chunk: Buffer): void => {
+      const problem = reader.read(chunk);
+      if (problem === undefined) return;
+      socket.off('data', onData);
+      proxySocket.destroy();
+      socket.destroy();
+      this.deps.logger?.warn(
+        { event: 'websocket-stream-refused', requestId: requestIdOf(req), url, problem },
+        'a relayed WebSocket stream carried no WebSocket frames from the client: both sides closed',
+      );
+    };
+    socket.on('data', onData);
   }
 
   /** Releases the start slot of `req`'s upgrade once (see `slots`); `status` and `retryAfter`: the origin's answer, for its 429/503 pause. */

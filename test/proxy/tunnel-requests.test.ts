@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { captureLogs, startOrigin, startTestProxy, type LogCapture, type TestOrigin } from '../helpers/harness.js';
 import { createTestPki, openConnect, readToEnd, runCurl, startClientTls, startTlsOrigin, waitFor, writeTempFile, type TlsOrigin } from '../helpers/https-support.js';
+import { framePayloadText, maskedTextFrame } from '../helpers/websocket.js';
 
 const UA = 'Mozilla/5.0 (compatible; ExampleBot/2.1; +https://bot.example/info)';
 const PACED_UA = 'PacedBot/1.0';
@@ -45,7 +46,7 @@ describe('requests inside CONNECT tunnels', () => {
     origin.server.on('upgrade', (req, socket) => {
       upgrades.push(req.url ?? '');
       socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
-      socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+      socket.on('data', (d: Buffer) => socket.write(`echo:${framePayloadText(d)}`));
       socket.on('end', () => socket.end());
     });
     tlsOrigin = await startTlsOrigin((req, res) => {
@@ -214,7 +215,7 @@ describe('requests inside CONNECT tunnels', () => {
     const done = new Promise<void>((resolve) => {
       socket.on('data', (d: Buffer) => {
         text += d.toString();
-        if (text.startsWith('HTTP/1.1 101') && text.includes('\r\n\r\n') && !text.includes('ping')) socket.write('ping');
+        if (text.startsWith('HTTP/1.1 101') && text.includes('\r\n\r\n') && !text.includes('ping')) socket.write(maskedTextFrame('ping'));
         if (text.includes('echo:ping')) socket.end();
       });
       socket.on('close', () => resolve());

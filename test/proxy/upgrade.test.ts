@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
 import { waitFor } from '../helpers/proxy-client.js';
+import { framePayloadText, maskedTextFrame } from '../helpers/websocket.js';
 
 /** Sends a raw upgrade request to the proxy; with `echo`, sends it after the 101 and hangs up on its echo. Resolves with all it read. */
 function rawUpgrade(proxyPort: number, target: string, host: string, echo?: string, extraHeaders = ''): Promise<string> {
@@ -22,7 +23,7 @@ function rawUpgrade(proxyPort: number, target: string, host: string, echo?: stri
     socket.setEncoding('utf8');
     socket.on('data', (d: string) => {
       text += d;
-      if (echo !== undefined && text.includes('\r\n\r\n') && text.startsWith('HTTP/1.1 101') && !text.includes(echo)) socket.write(echo);
+      if (echo !== undefined && text.includes('\r\n\r\n') && text.startsWith('HTTP/1.1 101') && !text.includes(echo)) socket.write(maskedTextFrame(echo));
       if (echo !== undefined && text.includes(`echo:${echo}`)) socket.destroy();
     });
     socket.on('close', () => resolve(text));
@@ -51,7 +52,7 @@ describe('Upgrade through the proxy', () => {
       upgradeVias.push(req.headers['via']);
       const via = req.url === '/ws-via' ? 'Via: 1.1 origin-front\r\n' : '';
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${via}\r\n`);
-      socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+      socket.on('data', (d: Buffer) => socket.write(`echo:${framePayloadText(d)}`));
       // Like a real WebSocket server: the stream is over when the peer ends it.
       socket.on('end', () => {
         upstreamEnded++;
@@ -171,7 +172,7 @@ describe('Upgrade with proxy authentication configured', () => {
     origin.on('upgrade', (req, socket) => {
       seen.push(req.headers);
       socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
-      socket.on('data', (d: Buffer) => socket.write(`echo:${d.toString()}`));
+      socket.on('data', (d: Buffer) => socket.write(`echo:${framePayloadText(d)}`));
       socket.on('end', () => socket.end());
     });
     await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
