@@ -33,6 +33,7 @@ import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
 import type { TargetUrl } from './canonical-target.js';
 import { pathAndQueryOf } from './target-origin.js';
 import { ClientFrameReader } from './websocket-frames.js';
+import { watchQueuedUpgrade } from './queued-upgrade.js';
 import type { Logger } from 'pino';
 
 /**
@@ -204,7 +205,10 @@ export class UpgradeRelay {
     if (decision.verdict === 'deny' || decision.reason === 'upstream-error') return refuse();
     const abort = new CancelSignal();
     socket.once('close', () => abort.abort());
+    // A client that ends its side while queued leaves the queue too (queued-upgrade.ts).
+    const stopWatching = watchQueuedUpgrade(socket, () => abort.abort());
     const waited = await pipeline.waitForSlot(decision, policyRequest, identityOf(req, decision), abort);
+    stopWatching();
     if ('refusal' in waited) {
       // queue-full (429) or proxy-shutting-down (503); a client that left gets nothing.
       if (waited.refusal !== 'aborted') return refuse();

@@ -10,7 +10,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { createHash } from 'node:crypto';
 import { startOrigin, startTestProxy, type TestOrigin } from '../helpers/harness.js';
-import { sleep, waitFor } from '../helpers/proxy-client.js';
+import { openRawClient, sleep, waitFor } from '../helpers/proxy-client.js';
+import { framePayloadText, maskedTextFrame } from '../helpers/websocket.js';
 
 type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
 
@@ -88,6 +89,41 @@ describe('maxConcurrency: 1 against an origin whose pages take 400 ms', () => {
     );
     assert.deepEqual(await Promise.all(upgrades), [101, 101], 'the second upgrade is not held behind the first one\'s open stream');
     for (const r of opened) r.destroy();
+  });
+
+  it('an upgrade whose client leaves while it is queued is never sent; a queued one keeps the bytes it sent while queued', async () => {
+    origin.server.removeAllListeners('upgrade');
+    const upgradesSeen: string[] = [];
+    origin.server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+      upgradesSeen.push(req.url ?? '');
+      const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+      switched.push(socket);
+      const echo = (d: Buffer): void => void socket.write(`echo:${framePayloadText(d)}`);
+      if (head.length > 0) echo(head);
+      socket.on('data', echo);
+    });
+    const upgradeHead = (path: string): string =>
+      `GET ${origin.url}${path} HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\nUser-Agent: ExampleBot/1.0\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+    const before = origin.hits.length;
+    // A page holds the one slot for 400 ms; two upgrades queue behind it.
+    const page = send(proxy, `${origin.url}/holder`, {});
+    await waitFor(() => origin.hits.length > before, 'the page at the origin');
+    const left = await openRawClient(proxy.proxyAddress.port);
+    left.socket.write(upgradeHead('/ws-left'));
+    const kept = await openRawClient(proxy.proxyAddress.port);
+    kept.socket.write(upgradeHead('/ws-kept'));
+    await sleep(50);
+    kept.socket.write(maskedTextFrame('early')); // while queued, before any 101
+    await sleep(50);
+    left.socket.end(); // its FIN while queued: the server side stays half-open
+    assert.equal(await page, '200');
+    await waitFor(() => kept.received().includes('echo:early'), 'the queued upgrade\'s first frame echoed');
+    await sleep(200);
+    assert.deepEqual(origin.hits.slice(before).map((h) => h.url), ['/holder'], 'only the page was an HTTP request');
+    assert.equal(upgradesSeen.filter((u) => u === '/ws-left').length, 0, 'the upgrade whose client left was never sent');
+    assert.deepEqual(upgradesSeen.filter((u) => u === '/ws-kept'), ['/ws-kept']);
+    kept.socket.destroy();
   });
 
   it('a client that leaves right after each request is sent: the origin still works on one request at a time', async () => {
