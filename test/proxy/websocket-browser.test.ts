@@ -13,10 +13,13 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startTestProxy } from '../helpers/harness.js';
+import { captureLogs, startTestProxy, type LogCapture } from '../helpers/harness.js';
+import { waitFor } from '../helpers/proxy-client.js';
+import { createTestPki, writeTempFile } from '../helpers/https-support.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -127,18 +130,22 @@ const PAGE_SCRIPT = `async (url) => {
 describe('WebSocket from a real browser through the proxy', { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing` }, () => {
   let origin: http.Server;
   let originUrl: string;
+  let tlsOrigin: https.Server;
+  let tlsOriginUrl: string;
   let proxy: Awaited<ReturnType<typeof startTestProxy>>;
   let browser: Browser;
   let page: Page;
   const streams: OriginStream[] = [];
+  let logs: LogCapture;
 
   before(async () => {
-    origin = http.createServer((req, res) => {
+    const pki = await createTestPki();
+    const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       if (req.url === '/robots.txt') return void res.end('User-agent: *\nAllow: /\n');
       res.setHeader('content-type', 'text/html');
       res.end('<!doctype html><title>ws</title>');
-    });
-    origin.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
+    };
+    const upgrade = (req: http.IncomingMessage, socket: Duplex): void => {
       const key = req.headers['sec-websocket-key'] as string;
       const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
       const offered = req.headers['sec-websocket-extensions'] ?? '';
@@ -147,24 +154,32 @@ describe('WebSocket from a real browser through the proxy', { skip: existsSync(C
       streams.push(seen);
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n${deflate ? 'Sec-WebSocket-Extensions: permessage-deflate\r\n' : ''}\r\n`);
       serveStream(socket, seen);
-    });
+    };
+    origin = http.createServer(serve).on('upgrade', upgrade);
+    tlsOrigin = https.createServer({ cert: pki.certPem, key: pki.keyPem }, serve).on('upgrade', upgrade);
     await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => tlsOrigin.listen(0, '127.0.0.1', resolve));
     originUrl = `http://127.0.0.1:${(origin.address() as AddressInfo).port}`;
-    proxy = await startTestProxy();
+    tlsOriginUrl = `https://localhost:${(tlsOrigin.address() as AddressInfo).port}`;
+    logs = captureLogs();
+    proxy = await startTestProxy({ log: { level: 'info' }, upstream: { caFile: writeTempFile('upstream-ca.pem', pki.caPem) } }, { logger: logs.logger });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, `--proxy-server=${proxy.proxyUrl}`, '--proxy-bypass-list=<-loopback>'] });
-    page = await browser.newPage();
-    await page.goto(`${originUrl}/page`);
+    // The proxy's MITM CA is the browser's trust here (a crawler installs it; the test skips the install).
+    page = await browser.newPage({ ignoreHTTPSErrors: true });
   });
   after(async () => {
     await browser?.close();
     await proxy?.close();
     await new Promise<void>((resolve) => origin?.close(() => resolve()));
+    await new Promise<void>((resolve) => tlsOrigin?.close(() => resolve()));
   });
 
-  for (const path of ['/plain', '/deflate']) {
-    it(`${path}: text and binary, 16- and 64-bit lengths, many fast, pongs and close pass unchanged`, async () => {
+  for (const [scheme, path] of [['ws', '/plain'], ['ws', '/deflate'], ['wss', '/plain'], ['wss', '/deflate']] as const) {
+    it(`${scheme}:// ${path}: text and binary, 16- and 64-bit lengths, many fast, pongs and close pass unchanged`, async () => {
+      const base = scheme === 'ws' ? originUrl : tlsOriginUrl;
+      await page.goto(`${base}/page`);
       const before = streams.length;
-      const result = (await page.evaluate(`(${PAGE_SCRIPT})(${JSON.stringify(`${originUrl.replace('http', 'ws')}${path}`)})`)) as { same: boolean; sent: number; got: number; close: unknown; extensions: string };
+      const result = (await page.evaluate(`(${PAGE_SCRIPT})(${JSON.stringify(`${base.replace('http', 'ws')}${path}`)})`)) as { same: boolean; sent: number; got: number; close: unknown; extensions: string };
       assert.equal(result.got, result.sent, `every message echoed (${JSON.stringify(result.close)})`);
       assert.ok(result.same, 'each echo is the message sent');
       assert.deepEqual(result.close, { code: 1000, reason: 'done', wasClean: true });
@@ -173,6 +188,14 @@ describe('WebSocket from a real browser through the proxy', { skip: existsSync(C
       assert.equal(seen.messages.length, result.sent);
       assert.equal(seen.pongs, 1, "the browser's pong to the origin's ping reached it");
       assert.ok(seen.closed, 'the close frame reached the origin');
+      // Relayed by the proxy (the frame check's path), not a blind tunnel: its access line says 101 and how.
+      const url = `${base}${path}`;
+      await waitFor(() => logs.lines.some((l) => l['msg'] === 'request' && l['url'] === url), `an access line for ${url}`);
+      const line = logs.lines.filter((l) => l['msg'] === 'request' && l['url'] === url).at(-1) as Record<string, unknown>;
+      assert.equal(line['status'], 101);
+      // Chromium opens ws:// through an HTTP proxy with CONNECT too (the plain-HTTP tunnel), wss:// with CONNECT and TLS.
+      assert.equal(line['via'], scheme === 'ws' ? 'http-tunnelled' : 'https-intercepted');
+      assert.ok(!logs.lines.some((l) => l['event'] === 'websocket-stream-refused'), 'no stream refused');
       if (path === '/deflate') {
         assert.equal(result.extensions, 'permessage-deflate');
         assert.ok(seen.rsv1Messages > 0, 'compressed messages (RSV1) passed');
