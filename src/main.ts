@@ -367,6 +367,8 @@ export async function startProxy(config: Config, options: StartOptions = {}): Pr
     responseWriteTimeoutMs: config.clients.responseWriteTimeoutMs,
     ...(upstreamTls ? { secureContext: upstreamTls } : {}),
     createConnector: (connectOptions) => guard.connector(connectOptions),
+    // An exchange that outlives its client keeps that client's place in the connection caps (connection-guard.ts).
+    holdClientPlace: (res) => connections.holdPlace(res.req.socket?.remoteAddress),
   });
 
   let ca: CaMaterial | undefined;

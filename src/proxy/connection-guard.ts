@@ -211,6 +211,33 @@ export class ConnectionGuard implements ConnectionPolicy {
     this.#idle.remove(connection);
   }
 
+  /**
+   * Keeps one place in both caps for `remoteAddress`'s client after its connection closed, while
+   * an exchange of that connection runs on (forwarder.ts: a client that leaves before the origin's
+   * head leaves the upstream request running until that head or `upstream.timeout`). Each place
+   * budgets a client socket and its upstream socket (connection-limits.ts,
+   * DESCRIPTORS_PER_CONNECTION); without it, a client that opened, sent and left again and again
+   * kept any number of upstream sockets open under `clients.maxConnections` (40 under a cap of 4,
+   * review30), bounded only by origins x `pacing.maxConcurrency`. A hold may take the count past
+   * a cap; new connections are refused until holds end. Returns the release (idempotent).
+   * Never throws.
+   */
+  holdPlace(remoteAddress: string | undefined): () => void {
+    if (remoteAddress === undefined) return () => undefined;
+    const client = clientKeyOf(remoteAddress);
+    this.#open += 1;
+    this.#perClient.set(client, (this.#perClient.get(client) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.#open -= 1;
+      const left = (this.#perClient.get(client) ?? 1) - 1;
+      if (left > 0) this.#perClient.set(client, left);
+      else this.#perClient.delete(client);
+    };
+  }
+
   /** The socket closed: it no longer counts. */
   closed(connection: TrackedConnection): void {
     this.#idle.remove(connection);

@@ -44,6 +44,12 @@ export interface ForwarderOptions {
   responseWriteTimeoutMs?: number;
   /** Time and timers of the write bound. @default systemClock */
   clock?: Clock;
+  /**
+   * Keeps the place of `res`'s client connection in the connection caps while an exchange runs on
+   * after that client left (see `ResponseRelay.clientClosed`); returns its release, called once
+   * when the exchange settles. The connection guard's `holdPlace` (connection-guard.ts). @default none
+   */
+  holdClientPlace?: (res: ServerResponse) => () => void;
 }
 
 /** Error code of a relay cut because the client did not read the response in time. */
@@ -192,6 +198,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
   private drainListener: (() => void) | undefined = undefined;
   /** The `finish` listener, while the response's tail waits to be flushed (made on first need). */
   private flushListener: (() => void) | undefined = undefined;
+  /** The forwarder's `holdClientPlace`, set by {@link UpstreamForwarder.relay} when configured. */
+  holdClientPlace: ((res: ServerResponse) => () => void) | undefined = undefined;
+  /** Releases the client connection's place held while the exchange outlives its client. */
+  private releasePlace: (() => void) | undefined = undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -225,7 +235,12 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
     // semantics: only one request in flight). Closing the upstream connection does not stop the
     // origin's work (upstream-abandoned requests run on in most servers).
     // A request whose body the client did not finish is no request the origin can serve: aborted at once.
-    if (this.status === undefined && this.res.req.complete) return;
+    // Its upstream socket outlives the client's, so the client's place in the connection caps
+    // (each place budgets a client socket and its upstream socket) is kept until then.
+    if (this.status === undefined && this.res.req.complete) {
+      this.releasePlace = this.holdClientPlace?.(this.res);
+      return;
+    }
     this.abortUpstream(new Error('client closed the connection'));
   }
 
@@ -265,6 +280,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
     if (this.drainListener !== undefined) this.res.off('drain', this.drainListener);
     if (this.flushListener !== undefined) this.res.off('finish', this.flushListener);
     this.closeListener = this.drainListener = this.flushListener = undefined;
+    this.releasePlace?.();
+    this.releasePlace = undefined;
     this.hooks.onSettled({ status: this.status, bytesSent: this.bytesSent, error, clientAborted: this.clientAborted, upstreamEnded: this.upstreamEnded });
   }
 
@@ -417,6 +434,7 @@ export class UpstreamForwarder {
    */
   relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks, callerWatchesClose = false): RelayControl {
     const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock, callerWatchesClose);
+    handler.holdClientPlace = this.options.holdClientPlace;
     try {
       this.poolFor(request.origin).dispatch(
         {
