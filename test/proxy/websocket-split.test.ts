@@ -51,10 +51,10 @@ describe('a WebSocket stream cut by TCP at every offset', () => {
 
   before(async () => {
     server = net.createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      let buffered = Buffer.alloc(0);
+      // The stream's key once the upgrade's head is whole; the head's bytes until then.
       let key: string | undefined;
+      let buffered = Buffer.alloc(0);
+      sockets.add(socket.on('error', () => undefined));
       socket.on('data', (d: Buffer) => {
         if (key !== undefined) return void afterSwitch.set(key, Buffer.concat([afterSwitch.get(key) as Buffer, d]));
         buffered = Buffer.concat([buffered, d]);
