@@ -225,7 +225,8 @@ export function runCheckFiles(options: CheckFilesOptions): { lines: string[]; di
   let body: Buffer;
   try {
     // One byte past the parse limit is enough for the parser to see, and say, that the file is truncated.
-    body = readFileBounded(options.robotsFile, DEFAULT_MAX_ROBOTS_BYTES + 1).bytes;
+    // A one-shot command may wait on a pipe (`--robots <(curl -s https://example.com/robots.txt)`).
+    body = readFileBounded(options.robotsFile, DEFAULT_MAX_ROBOTS_BYTES + 1, { mayWait: true }).bytes;
   } catch (err) {
     throw new UsageError(`check: cannot read --robots ${options.robotsFile} (${readErrorReason(err)})`, { cause: err });
   }

@@ -1,6 +1,7 @@
 /** Reading operator-named files with a bound: regular files, devices and pipes alike. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,5 +34,23 @@ describe('readFileBounded', () => {
   it('throws the fs error of a missing file or a directory', () => {
     assert.throws(() => readFileBounded('/nonexistent/robots-proxy', 10), { code: 'ENOENT' });
     assert.throws(() => readFileBounded(tmpdir(), 10), { code: 'EISDIR' });
+  });
+
+  it('waits for a named pipe\'s writer only with mayWait (check --robots <(...)); otherwise refuses one nobody writes to', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-read-bounded-'));
+    try {
+      const fifo = join(dir, 'fifo');
+      execFileSync('mkfifo', [fifo]);
+      assert.throws(() => readFileBounded(fifo, 100), { code: 'ENODATA' });
+      // Another process opens the pipe late and writes: the blocking read waits for it.
+      const writer = spawn('sh', ['-c', 'sleep 0.3; printf "User-agent: *\\n" > "$0"', fifo], { stdio: 'ignore' });
+      try {
+        assert.equal(readFileBounded(fifo, 100, { mayWait: true }).bytes.toString(), 'User-agent: *\n');
+      } finally {
+        writer.kill();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
