@@ -154,6 +154,13 @@ const misbehaviours: Record<string, Misbehaviour> = {
     writeHead(s, '200 OK', ['Content-Length: 2']);
     s.end('ok');
   },
+  interimForever: (s) => {
+    // 1xx heads more often than upstream.timeout, never a final one (held the client for ever before
+    // src/proxy/final-head-deadline.ts).
+    const line = pick(['HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n', 'HTTP/1.1 102 Processing\r\n\r\n']);
+    const timer = setInterval(() => (s.writable ? s.write(line) : clearInterval(timer)), 100 + int(400));
+    s.once('close', () => clearInterval(timer));
+  },
   bomb: (s) => {
     const coding = pick(Object.keys(bombs) as Array<keyof typeof bombs>);
     const body = bombs[coding];
@@ -192,7 +199,7 @@ const misbehaviours: Record<string, Misbehaviour> = {
 };
 const MISBEHAVIOURS = Object.keys(misbehaviours);
 
-interface Origins { ports: number[]; tlsExpired: number; tlsGarbage: number; servers: net.Server[] }
+interface Origins { ports: number[]; tlsExpired: number; tlsGarbage: number; servers: net.Server[]; names: Map<number, string> }
 
 async function listen(server: net.Server): Promise<number> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -230,16 +237,19 @@ function hostileServer(choose: () => string): net.Server {
 async function startOrigins(): Promise<Origins> {
   const servers: net.Server[] = [];
   const ports: number[] = [];
+  const names = new Map<number, string>();
   // One origin per misbehaviour (its robots.txt always misbehaves that way), and four that mix them.
   for (const name of MISBEHAVIOURS) {
     const server = hostileServer(() => (rand() < 0.7 ? name : 'ok'));
     servers.push(server);
     ports.push(await listen(server));
+    names.set(ports.at(-1)!, name);
   }
   for (let i = 0; i < 4; i++) {
     const server = hostileServer(() => pick(MISBEHAVIOURS));
     servers.push(server);
     ports.push(await listen(server));
+    names.set(ports.at(-1)!, 'mixed');
   }
   const pki = await createTestPki({ leafNotAfter: new Date(Date.now() - 60_000) });
   const expired = tls.createServer({ cert: pki.certPem, key: pki.keyPem }, (s) => {
@@ -255,7 +265,9 @@ async function startOrigins(): Promise<Origins> {
   });
   servers.push(garbage);
   const tlsGarbage = await listen(garbage);
-  return { ports, tlsExpired, tlsGarbage, servers };
+  names.set(tlsExpired, 'tls-expired');
+  names.set(tlsGarbage, 'tls-garbage');
+  return { ports, tlsExpired, tlsGarbage, servers, names };
 }
 
 // ---------------------------------------------------------------- the proxy child
@@ -317,6 +329,20 @@ async function startProxy(configPath: string): Promise<Proxy> {
   });
   const portOf = (v: unknown): number => Number(String(v).split(':').pop());
   return { child, pid: child.pid!, proxyPort: portOf(ready['proxy']), adminPort: portOf(ready['admin']), stderr: () => stderr, events };
+}
+
+/** The proxy's TCP sockets other than its listeners, as `state local -> peer (origin name)` (ss(8)). */
+function openSockets(pid: number, origins: Origins): string[] {
+  try {
+    const out = execFileSync('ss', ['-tanpH'], { encoding: 'utf8' });
+    return out.split('\n').filter((l) => l.includes(`pid=${pid},`) && !l.startsWith('LISTEN')).map((l) => {
+      const [state, , , local, peer] = l.trim().split(/\s+/);
+      const peerPort = Number(peer?.split(':').pop());
+      return `${state} ${local} -> ${peer} (${origins.names.get(peerPort) ?? 'client or other'})`;
+    });
+  } catch {
+    return [];
+  }
 }
 
 function procFigures(pid: number): { rssKiB: number; fds: number } {
@@ -717,6 +743,7 @@ async function main(): Promise<void> {
   const after = exited === undefined ? procFigures(proxy.pid) : { rssKiB: NaN, fds: NaN };
   const stillHealthy = exited === undefined && (await healthy(proxy.adminPort));
   if (exited === undefined && !stillHealthy) finding('admin /healthz did not answer after the load');
+  const leftSockets = exited === undefined ? openSockets(proxy.pid, origins) : [];
   const afterMetrics = exited === undefined ? await metricFigures(proxy.adminPort) : { handles: NaN, heapUsedMiB: NaN };
   if (afterMetrics.handles > baselineMetrics.handles + 8) finding(`active handles ${baselineMetrics.handles} -> ${afterMetrics.handles} after the load`);
   if (after.fds > baseline.fds + 8) finding(`open files ${baseline.fds} -> ${after.fds} after the load`);
@@ -736,6 +763,7 @@ async function main(): Promise<void> {
     fds: { baseline: baseline.fds, peak: peak.fds, after: after.fds },
     handles: { baseline: baselineMetrics.handles, after: afterMetrics.handles },
     heapUsedMiB: { baseline: baselineMetrics.heapUsedMiB, after: afterMetrics.heapUsedMiB },
+    leftSockets,
     counts, events, findings,
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -277,7 +277,7 @@ export interface PolicyConfig {
 
 /** Forwarding to the target origin. */
 export interface UpstreamConfig {
-  /** Longest wait for response headers, and longest silence in the body, ms; exceeded -> 504. @default 30_000 */
+  /** Longest wait for the final response headers (interim 1xx heads do not extend it), and longest silence in the body, ms; exceeded -> 504. @default 30_000 */
   readonly timeoutMs: number;
   /** Time allowed to open the TCP (and TLS) connection, ms. @default 10_000 */
   readonly connectTimeoutMs: number;

@@ -16,6 +16,7 @@ import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock } from '../clock.js';
 import { HoldList, type HeldSlot } from '../pacing/hold-list.js';
 import { upstreamConnector } from '../upstream-connector.js';
+import { startFinalHeadDeadline, type FinalHeadDeadline } from './final-head-deadline.js';
 
 /** Options of {@link UpstreamForwarder}. Durations in ms. */
 export interface ForwarderOptions {
@@ -185,6 +186,10 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
   private upstreamEnded = false;
   private writeTimedOut = false;
   private settled = false;
+  /** When undici handed the request to a connection, ms (the clock's). */
+  private sentAtMs = 0;
+  /** The bound on the wait for the final head, armed at the first 1xx (final-head-deadline.ts). */
+  private finalHeadDeadline: FinalHeadDeadline | undefined = undefined;
   /** When the current wait for the client began, ms (the write deadline list's clock). */
   startedAtMs = 0;
   holdPrev: HeldSlot | undefined = undefined;
@@ -210,6 +215,8 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
     private readonly writeDeadlines: WriteDeadlines | undefined,
     private readonly clock: Clock,
     callerWatchesClose: boolean,
+    /** `upstream.timeout`, ms: the longest wait for the final head, 1xx heads included. */
+    private readonly timeoutMs: number,
   ) {
     if (callerWatchesClose) return;
     // `close` is emitted once: `on`, not `once` (no wrapper per request).
@@ -275,6 +282,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
     if (this.settled) return;
     this.settled = true;
     this.clearWriteTimer();
+    this.finalHeadDeadline?.cancel();
     // Only the listeners this relay added (a removal that finds nothing still costs a call per event, issue 11).
     if (this.closeListener !== undefined) this.res.off('close', this.closeListener);
     if (this.drainListener !== undefined) this.res.off('drain', this.drainListener);
@@ -288,6 +296,7 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
   /** undici hands the request to a connection (`abort` ends the exchange with an error). */
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
+    this.sentAtMs = this.clock.nowMs();
     if (this.clientAborted) return abort(new Error('client closed the connection'));
     this.hooks.onSent();
   }
@@ -298,10 +307,13 @@ class ResponseRelay implements Dispatcher.DispatchHandler, HeldSlot, RelayContro
    */
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) {
+      // undici restarts its headers timeout at each 1xx: this bounds the wait for the final head.
+      this.finalHeadDeadline ??= startFinalHeadDeadline(this.sentAtMs, this.clock.nowMs(), this.timeoutMs, (error) => this.abortUpstream?.(error));
       // Other 1xx (102, 104...) are dropped: RFC 9110 §15.2 lets a client ignore them. A 100 never gets here (upstream-continue.ts).
       if (statusCode === 103) relayEarlyHints(this.res, rawHeaders);
       return true;
     }
+    this.finalHeadDeadline?.cancel();
     this.status = statusCode;
     // The client left while the origin was working (clientClosed): the origin has answered; now the exchange ends.
     if (this.clientAborted) {
@@ -433,7 +445,7 @@ export class UpstreamForwarder {
    * @returns the relay's control (the caller's way to tell it the client's `close`).
    */
   relay(request: UpstreamRequest, res: ServerResponse, hooks: RelayHooks, callerWatchesClose = false): RelayControl {
-    const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock, callerWatchesClose);
+    const handler = new ResponseRelay(res, hooks, this.writeDeadlines, this.clock, callerWatchesClose, this.timeoutMs);
     handler.holdClientPlace = this.options.holdClientPlace;
     try {
       this.poolFor(request.origin).dispatch(
