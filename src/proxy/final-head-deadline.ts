@@ -13,6 +13,11 @@
  * Armed at the first 1xx only (an ordinary response costs nothing here); it fires at the time
  * undici's own timer would have, had the 1xx not restarted it, and fails the exchange with
  * undici's own code, so the client gets the same 504 as for an origin that sends nothing.
+ *
+ * Upgrades (upgrade.ts) go through http-proxy's ws path, which reads no timeout at all (its
+ * `proxyTimeout` is for plain requests), so an origin that never answered an upgrade request held
+ * the client for ever too: there the same deadline runs from the request's start to the origin's
+ * answer (101 or a refusal).
  */
 
 /** The code of a timed-out wait for response headers: undici's, which the proxy answers with 504. */

@@ -30,6 +30,7 @@ import { ownAnswerEntry, type RequestVia } from './own-answer.js';
 import { appendedVia, upgradeRequestHeaders } from './headers.js';
 import { frameRefusalForRelay } from './upgrade-refusal.js';
 import { isTimeoutCode, upstreamErrorCode } from './forwarder.js';
+import { startFinalHeadDeadline } from './final-head-deadline.js';
 import type { TargetUrl } from './canonical-target.js';
 import { pathAndQueryOf } from './target-origin.js';
 import { ClientFrameReader } from './websocket-frames.js';
@@ -116,6 +117,12 @@ export class UpgradeRelay {
     });
     this.proxy.on('proxyReqWs', (proxyReq: http.ClientRequest, req: IncomingMessage, socket: Duplex) => {
       socket.once('close', () => proxyReq.destroy());
+      // http-proxy's ws path reads no timeout (its proxyTimeout is for plain requests only), so an
+      // origin that never answered the upgrade, or sent only 1xx heads, held the client for ever:
+      // `upstream.timeout` bounds the wait for its answer here, as the forwarder's does (504).
+      const nowMs = this.deps.clock.nowMs();
+      const deadline = startFinalHeadDeadline(nowMs, nowMs, this.timeoutMs, (error) => proxyReq.destroy(error));
+      proxyReq.once('close', () => deadline.cancel());
       // Registered before http-proxy's own listeners, so the upstream's answer (101, or a refusal
       // of the upgrade) is written to the client with the decision and the request id.
       const stamp = (res: IncomingMessage): void => {
@@ -124,6 +131,7 @@ export class UpgradeRelay {
         res.headers[REQUEST_ID_HEADER] = requestIdOf(req);
       };
       proxyReq.once('response', (res: IncomingMessage) => {
+        deadline.cancel();
         // The origin did not switch protocols: http-proxy relays its answer (framed to match its
         // head, with Connection: close: upgrade-refusal.ts), which the access line reports.
         stamp(res);
@@ -135,6 +143,7 @@ export class UpgradeRelay {
         res.once('close', release);
       });
       proxyReq.once('upgrade', (res: IncomingMessage, proxySocket: Duplex) => {
+        deadline.cancel();
         stamp(res);
         res.headers['via'] = appendedVia(res.headers['via'], res.httpVersion, this.deps.viaPseudonym);
         this.releaseSlot(req, 101);
