@@ -743,7 +743,11 @@ async function main(): Promise<void> {
   const after = exited === undefined ? procFigures(proxy.pid) : { rssKiB: NaN, fds: NaN };
   const stillHealthy = exited === undefined && (await healthy(proxy.adminPort));
   if (exited === undefined && !stillHealthy) finding('admin /healthz did not answer after the load');
+  // Every client has left by now (an exchange ends at HANG_MS at the latest), and every upstream
+  // timeout (5 s) has passed: a socket to an origin that is still open then belongs to nobody.
+  await sleep(HANG_MS);
   const leftSockets = exited === undefined ? openSockets(proxy.pid, origins) : [];
+  for (const socket of leftSockets) if (!socket.endsWith('(client or other)')) finding(`upstream socket open ${HANG_MS / 1000 + 15} s after the load: ${socket}`);
   const afterMetrics = exited === undefined ? await metricFigures(proxy.adminPort) : { handles: NaN, heapUsedMiB: NaN };
   if (afterMetrics.handles > baselineMetrics.handles + 8) finding(`active handles ${baselineMetrics.handles} -> ${afterMetrics.handles} after the load`);
   if (after.fds > baseline.fds + 8) finding(`open files ${baseline.fds} -> ${after.fds} after the load`);
