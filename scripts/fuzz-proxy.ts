@@ -7,7 +7,8 @@
  *
  * Options: --seed N (default: the clock), --duration S (load phase, seconds; default 120),
  * --workers N (concurrent clients; default 12), --configs N (mutated configs started with `serve`;
- * default 40). It prints one JSON summary line and exits 1 when it found something.
+ * default 40), --https-mode intercept|tunnel|deny (default intercept). It prints one JSON summary
+ * line and exits 1 when it found something.
  *
  * What runs, all on loopback:
  * - hostile origins: raw TCP servers whose every connection picks a misbehaviour from the seed
@@ -28,7 +29,7 @@
  * descriptors (/proc/PID/status, /proc/PID/fd) back near their baseline once the load stops.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
@@ -49,6 +50,8 @@ const SEED = option('seed', Date.now() % 1_000_000);
 const DURATION_S = option('duration', 120);
 const WORKERS = option('workers', 12);
 const CONFIG_CASES = option('configs', 40);
+/** https.mode of the proxy under test: intercept (the default), tunnel or deny. */
+const HTTPS_MODE = process.argv.includes('--https-mode') ? process.argv[process.argv.indexOf('--https-mode') + 1]! : 'intercept';
 /** Longest an exchange may take before it counts as a hang, ms (the proxy's timeouts below are 3-5 s). */
 const HANG_MS = 30_000;
 
@@ -291,6 +294,7 @@ function proxyYaml(dir: string, credentials: string): string {
     'upstream: { timeout: 5s, connectTimeout: 3s, allowPrivateNetworks: true }',
     `stateDir: ${dir}/state`,
     'ledger: { flushInterval: 200ms }',
+    `https: { mode: ${HTTPS_MODE}, idleTimeout: 5s }`,
     'log: { level: info }',
     'access:',
     `  credentialsFile: ${credentials}`,
@@ -331,18 +335,32 @@ async function startProxy(configPath: string): Promise<Proxy> {
   return { child, pid: child.pid!, proxyPort: portOf(ready['proxy']), adminPort: portOf(ready['admin']), stderr: () => stderr, events };
 }
 
-/** The proxy's TCP sockets other than its listeners, as `state local -> peer (origin name)` (ss(8)). */
+/** The proxy's TCP and UDP sockets other than its listeners, as `proto state local -> peer (origin name)` (ss(8)). */
 function openSockets(pid: number, origins: Origins): string[] {
   try {
-    const out = execFileSync('ss', ['-tanpH'], { encoding: 'utf8' });
-    return out.split('\n').filter((l) => l.includes(`pid=${pid},`) && !l.startsWith('LISTEN')).map((l) => {
-      const [state, , , local, peer] = l.trim().split(/\s+/);
+    const out = execFileSync('ss', ['-tuanpH'], { encoding: 'utf8' });
+    return out.split('\n').filter((l) => l.includes(`pid=${pid},`) && !/^\S+\s+LISTEN/.test(l)).map((l) => {
+      const [netid, state, , , local, peer] = l.trim().split(/\s+/);
       const peerPort = Number(peer?.split(':').pop());
-      return `${state} ${local} -> ${peer} (${origins.names.get(peerPort) ?? 'client or other'})`;
+      return `${netid} ${state} ${local} -> ${peer} (${origins.names.get(peerPort) ?? 'client or other'})`;
     });
   } catch {
     return [];
   }
+}
+
+/** What the open descriptors point at, counted by kind (`socket`, `pipe`, `anon_inode:[eventfd]`, a file path). */
+function descriptorKinds(pid: number): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`).replace(/:\[\d+\]$/, '');
+      kinds[target] = (kinds[target] ?? 0) + 1;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return kinds;
 }
 
 function procFigures(pid: number): { rssKiB: number; fds: number } {
@@ -679,6 +697,7 @@ async function main(): Promise<void> {
   for (const port of origins.ports.slice(0, 3)) await exchange(proxy.proxyPort, Buffer.from(requestHead(`http://127.0.0.1:${port}`)), 'plain');
   await sleep(2000);
   const baseline = procFigures(proxy.pid);
+  const baselineKinds = descriptorKinds(proxy.pid);
   const baselineMetrics = await metricFigures(proxy.adminPort);
   let peak = baseline;
   const started = Date.now();
@@ -747,6 +766,7 @@ async function main(): Promise<void> {
   // timeout (5 s) has passed: a socket to an origin that is still open then belongs to nobody.
   await sleep(HANG_MS);
   const leftSockets = exited === undefined ? openSockets(proxy.pid, origins) : [];
+  const afterKinds = exited === undefined ? descriptorKinds(proxy.pid) : {};
   for (const socket of leftSockets) if (!socket.endsWith('(client or other)')) finding(`upstream socket open ${HANG_MS / 1000 + 15} s after the load: ${socket}`);
   const afterMetrics = exited === undefined ? await metricFigures(proxy.adminPort) : { handles: NaN, heapUsedMiB: NaN };
   if (afterMetrics.handles > baselineMetrics.handles + 8) finding(`active handles ${baselineMetrics.handles} -> ${afterMetrics.handles} after the load`);
@@ -762,12 +782,13 @@ async function main(): Promise<void> {
   const configCases = await fuzzConfigs(dir, good);
   rmSync(dir, { recursive: true, force: true });
   const summary = {
-    seed: SEED, durationS: DURATION_S, workers: WORKERS, inputs, reloads, configCases,
+    seed: SEED, durationS: DURATION_S, workers: WORKERS, httpsMode: HTTPS_MODE, inputs, reloads, configCases,
     rssKiB: { baseline: baseline.rssKiB, peak: peak.rssKiB, after: after.rssKiB },
     fds: { baseline: baseline.fds, peak: peak.fds, after: after.fds },
     handles: { baseline: baselineMetrics.handles, after: afterMetrics.handles },
     heapUsedMiB: { baseline: baselineMetrics.heapUsedMiB, after: afterMetrics.heapUsedMiB },
     leftSockets,
+    descriptors: { baseline: baselineKinds, after: afterKinds },
     counts, events, findings,
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);
