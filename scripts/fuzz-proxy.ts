@@ -38,6 +38,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { createTestPki } from '../test/cache/support.js';
+import { prng } from '../test/robots/reference-matcher.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const cli = join(root, 'dist/cli.js');
@@ -55,17 +56,7 @@ const HTTPS_MODE = process.argv.includes('--https-mode') ? process.argv[process.
 /** Longest an exchange may take before it counts as a hang, ms (the proxy's timeouts below are 3-5 s). */
 const HANG_MS = 30_000;
 
-/** mulberry32: a small seeded PRNG, so a seed replays the same choices (timing aside). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// mulberry32 (test/robots/reference-matcher.ts): a seed replays the same choices, timing aside.
 const rand = prng(SEED);
 const int = (n: number): number => Math.floor(rand() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
