@@ -10,8 +10,9 @@
  * A named pipe (FIFO) blocked the whole process instead: `open` waits for a
  * writer and `read` for data, and both are synchronous, so a credentials file
  * or configuration file replaced by a FIFO froze the proxy on the next SIGHUP
- * (no request, no admin /healthz, not even SIGTERM answered; found by
- * scripts/fuzz-proxy.ts, session 30). So the file is opened non-blocking: a
+ * (no request, no admin /healthz, not even SIGTERM answered; found in
+ * session 30's fuzzing hunt, which scripts/fuzz-proxy.ts now repeats). So the
+ * file is opened non-blocking: a
  * pipe, socket or device with nothing to read at once is refused (`EAGAIN`), a
  * FIFO nobody writes to too (`ENODATA`), unless the caller may wait (`check
  * --robots <(curl ...)`, a one-shot command). See open(2), O_NONBLOCK, and
@@ -57,7 +58,8 @@ export function readFileBounded(path: string, maxBytes: number, options: ReadBou
   const mayWait = options.mayWait ?? false;
   const fd = openSync(path, mayWait ? constants.O_RDONLY : constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    const isPipe = !mayWait && (fstatSync(fd).isFIFO() || fstatSync(fd).isSocket());
+    const stats = mayWait ? undefined : fstatSync(fd);
+    const isPipe = stats !== undefined && (stats.isFIFO() || stats.isSocket());
     const buffer = Buffer.allocUnsafe(Math.min(maxBytes + 1, 65_536));
     const chunks: Buffer[] = [];
     let total = 0;

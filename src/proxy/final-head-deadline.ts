@@ -7,7 +7,7 @@
  * an origin that sends `103 Early Hints` (RFC 8297) or `102 Processing` (RFC 2518) more often than
  * the timeout, and never a final response, held the client, the upstream connection and the
  * origin's pacing slot for ever: the proxy relayed 130,000 hints in 20 s at `timeout: 3s` and
- * never answered (found by scripts/fuzz-proxy.ts, session 30). RFC 9110 §15.2 lets any number of
+ * never answered (found in session 30's fuzzing hunt; scripts/fuzz-proxy.ts now sends it). RFC 9110 §15.2 lets any number of
  * 1xx precede the final response, so nothing bounds them but this deadline.
  *
  * Armed at the first 1xx only (an ordinary response costs nothing here); it fires at the time

@@ -2,7 +2,7 @@
  * A reload never waits on a named pipe (src/read-bounded.ts). The credentials file or the
  * configuration file replaced by a FIFO froze a `robots-proxy serve` child on the next SIGHUP:
  * the synchronous open waited for a writer (and the read for data), so no request, no admin
- * /healthz and no SIGTERM was answered again (found by scripts/fuzz-proxy.ts, session 30).
+ * /healthz and no SIGTERM was answered again (found in session 30's fuzzing hunt; scripts/fuzz-proxy.ts now sends it).
  * Now the reload fails, logged with the reason, and the proxy keeps serving on the files it had.
  * Real child process, real FIFOs (mkfifo), real SIGHUPs.
  */

@@ -3,7 +3,7 @@
  * interim (1xx) heads (src/proxy/final-head-deadline.ts). undici restarts its headers timeout at
  * every 1xx, so an origin sending `103 Early Hints` or `102 Processing` more often than the
  * timeout, never a final response, held the client (and the origin's connection and pacing
- * slot) for ever (found by scripts/fuzz-proxy.ts, session 30). An Upgrade request (http-proxy's ws
+ * slot) for ever (found in session 30's fuzzing hunt; scripts/fuzz-proxy.ts now sends it). An Upgrade request (http-proxy's ws
  * path, which reads no timeout) waited for ever on an origin that sent nothing at all, or only
  * 1xx heads. Real `robots-proxy serve` child,
  * raw TCP origin on loopback, raw client socket.
