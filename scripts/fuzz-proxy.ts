@@ -653,8 +653,10 @@ async function fuzzConfigs(dir: string, base: string): Promise<number> {
     bump(`config-exit:${outcome.code ?? outcome.signal}`);
     const trace = /\n\s+at .+\(|Uncaught|FATAL ERROR|heap out of memory/.test(stderr + stdout);
     if (trace || (outcome.code !== 0 && outcome.code !== 2)) {
-      writeFileSync(join(root, `fuzz-config-${SEED}-${i}.yaml`), mutated);
-      finding(`config case ${i} exit ${outcome.code ?? outcome.signal}${trace ? ' with a stack trace' : ''}: ${(stderr || stdout).slice(0, 400)}`);
+      // Kept for replay, outside the run's directory (removed at the end) and outside the tree.
+      const kept = join(process.env['TMPDIR'] ?? tmpdir(), `fuzz-config-${SEED}-${i}.yaml`);
+      writeFileSync(kept, mutated);
+      finding(`config case ${i} (${kept}) exit ${outcome.code ?? outcome.signal}${trace ? ' with a stack trace' : ''}: ${(stderr || stdout).slice(0, 400)}`);
     }
   }
   return cases;
