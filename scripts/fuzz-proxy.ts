@@ -526,6 +526,9 @@ function judge(answer: Answer, what: string): void {
   }
 }
 
+/** Each CONNECT case as `time target what manner`, to name the ones to an origin whose socket outlived the load. */
+const tunnelCases: string[] = [];
+
 /** CONNECT, then garbage, a mutated ClientHello, or a real handshake and garbage inside it. */
 async function connectCase(proxyPort: number, origins: Origins): Promise<void> {
   const target = pick([`127.0.0.1:${origins.tlsExpired}`, `127.0.0.1:${origins.tlsGarbage}`, `127.0.0.1:${pick(origins.ports)}`, 'fuzz.invalid:443', '[::1', `127.0.0.1:${int(70000)}`]);
@@ -534,7 +537,9 @@ async function connectCase(proxyPort: number, origins: Origins): Promise<void> {
   const style = int(3);
   if (style < 2) {
     const hello = style === 0 ? bytes(int(3000)) : mutateBytes(CLIENT_HELLO);
-    judge(await exchange(proxyPort, Buffer.concat([Buffer.from(head, 'latin1'), hello]), pick(['plain', 'half-close', 'reset', 'slow'])), `CONNECT ${target} + garbage hello`);
+    const manner = pick(['plain', 'half-close', 'reset', 'slow']);
+    tunnelCases.push(`${new Date().toISOString()} CONNECT ${target} ${style === 0 ? 'random bytes' : 'mutated hello'} ${manner}`);
+    judge(await exchange(proxyPort, Buffer.concat([Buffer.from(head, 'latin1'), hello]), manner), `CONNECT ${target} + garbage hello`);
     return;
   }
   // A real handshake with the proxy's interception certificate, then garbage or a mutated request.
@@ -565,6 +570,7 @@ async function connectCase(proxyPort: number, origins: Origins): Promise<void> {
         if (s === '500') finding(`500 inside tunnel to ${target}`);
       });
       secure.once('secureConnect', () => {
+        tunnelCases.push(`${new Date().toISOString()} CONNECT ${target} handshake then garbage`);
         const inner = rand() < 0.5 ? bytes(int(3000)) : mutateBytes(Buffer.from(requestHead(`https://${target}`, [pick(HEADER_MUTATIONS)()]).replace(/https:\/\/[^/]+/, ''), 'latin1'));
         secure.write(inner);
         if (rand() < 0.5) secure.end();
@@ -760,7 +766,12 @@ async function main(): Promise<void> {
   await sleep(HANG_MS);
   const leftSockets = exited === undefined ? openSockets(proxy.pid, origins) : [];
   const afterKinds = exited === undefined ? descriptorKinds(proxy.pid) : {};
-  for (const socket of leftSockets) if (!socket.endsWith('(client or other)')) finding(`upstream socket open ${HANG_MS / 1000 + 15} s after the load: ${socket}`);
+  for (const socket of leftSockets) {
+    if (socket.endsWith('(client or other)')) continue;
+    const port = /-> [^ ]*:(\d+) /.exec(socket)?.[1];
+    const cases = tunnelCases.filter((c) => c.includes(`:${port} `));
+    finding(`upstream socket open ${HANG_MS / 1000 + 15} s after the load: ${socket}; CONNECTs to it: ${cases.join(' | ').slice(0, 3000)}`);
+  }
   const afterMetrics = exited === undefined ? await metricFigures(proxy.adminPort) : { handles: NaN, heapUsedMiB: NaN };
   if (afterMetrics.handles > baselineMetrics.handles + 8) finding(`active handles ${baselineMetrics.handles} -> ${afterMetrics.handles} after the load`);
   if (after.fds > baseline.fds + 8) finding(`open files ${baseline.fds} -> ${after.fds} after the load`);
