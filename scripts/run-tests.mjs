@@ -17,8 +17,14 @@
 // child process or server its hooks left open) cannot eat CI's 15 minutes. node --test-timeout
 // sets that per file (the file is a test of the runner) and as the default of each test in it.
 // Once the run ends, whatever is left in its process group (grandchildren of a killed file) is killed.
+//
+// Two lanes, one after the other, never side by side. A file whose first line is exactly
+// `// run-tests: in-process` (pure code in its own process: no server, no child process, no real
+// time measured) is in the in-process lane: those files run first, up to IN_PROCESS_CONCURRENCY at
+// a time (at least 2: the start-up of a file under tsx is mostly waiting, not CPU). Every other file
+// runs after them, one at a time, with nothing beside it.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { constants, tmpdir } from 'node:os';
+import { availableParallelism, constants, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -34,6 +40,17 @@ function findTests(root, dir) {
     else if (name.endsWith('.test.ts')) found.push(relative(root, full));
   }
   return found;
+}
+
+/** The first line that puts a test file in the in-process lane (see the header). */
+const IN_PROCESS_MARKER = '// run-tests: in-process';
+/** How many in-process files run at once. */
+const IN_PROCESS_CONCURRENCY = Math.max(2, availableParallelism());
+
+/** True when the file at `path` starts with {@link IN_PROCESS_MARKER} (its own line). */
+function isInProcess(path) {
+  const text = readFileSync(path, 'utf8');
+  return text.startsWith(IN_PROCESS_MARKER) && /^\r?\n/.test(text.slice(IN_PROCESS_MARKER.length));
 }
 
 /** Counts the reporter's lines; returns the summary lines to print and whether anything failed. */
@@ -89,36 +106,30 @@ if (files.length === 0) {
 }
 
 const outcomesDir = mkdtempSync(join(tmpdir(), 'run-tests-'));
-const outcomesFile = join(outcomesDir, 'outcomes.jsonl');
 // The reporter node:test would pick by itself, plus ours; tsx resolved from this repository, so --root works anywhere.
 const visibleReporter = process.stdout.isTTY ? 'spec' : 'tap';
 const tsx = import.meta.resolve('tsx');
 const env = { ...process.env };
 // Set when this runs inside a node:test file (the runner's own test): the child would report to that parent instead.
 delete env.NODE_TEST_CONTEXT;
-// A process group of its own (detached), so that a stop reaches every process of the run: the
-// test runner, each test file's process and the servers and CLI children the tests start. With
-// spawnSync, a SIGTERM ended this script alone and left them running, ports and all.
-const child = spawn(
-  process.execPath,
-  [
-    '--import', tsx,
-    '--test', '--test-concurrency=1', `--test-timeout=${fileTimeoutMs}`,
-    `--test-reporter=${visibleReporter}`, '--test-reporter-destination=stdout',
-    `--test-reporter=${pathToFileURL(join(repoRoot, 'scripts/test-outcomes-reporter.mjs')).href}`, `--test-reporter-destination=${outcomesFile}`,
-    ...files,
-  ],
-  { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], env, detached: true },
-);
-// SIGINT (Ctrl-C), SIGTERM and SIGHUP are passed on to the whole group. The same signal again
-// within a second is the same stop (under `npm test` a Ctrl-C can arrive twice); again later, the
-// group is killed (SIGKILL) at once.
+const inProcessFiles = files.filter((f) => isInProcess(join(root, f)));
+const serialFiles = files.filter((f) => !inProcessFiles.includes(f));
+const lanes = [
+  { name: 'in-process', files: inProcessFiles, concurrency: IN_PROCESS_CONCURRENCY },
+  { name: 'serial', files: serialFiles, concurrency: 1 },
+].filter((lane) => lane.files.length > 0);
+
+// SIGINT (Ctrl-C), SIGTERM and SIGHUP are passed on to the whole group of the lane running. The
+// same signal again within a second is the same stop (under `npm test` a Ctrl-C can arrive twice);
+// again later, the group is killed (SIGKILL) at once. No lane starts after a stop.
 const REPEATED_SIGNAL_MS = 1000;
 let firstSignal;
+let child;
 function forward(signal) {
   const repeated = firstSignal !== undefined;
   if (repeated && firstSignal.signal === signal && Date.now() - firstSignal.atMs < REPEATED_SIGNAL_MS) return;
   firstSignal ??= { signal, atMs: Date.now() };
+  if (child === undefined) return;
   try {
     process.kill(-child.pid, repeated ? 'SIGKILL' : signal);
   } catch {
@@ -126,21 +137,44 @@ function forward(signal) {
   }
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, forward);
-const result = await new Promise((resolve) => {
-  child.once('error', (err) => resolve({ status: null, signal: null, error: err }));
-  child.once('exit', (status, signal) => resolve({ status, signal }));
-});
-if (result.error) console.error(`run-tests: could not start node --test: ${result.error.message}`);
-// Processes of the run still alive now were left behind (the children of a file killed on its timeout).
-try {
-  process.kill(-child.pid, 'SIGKILL');
-} catch {
-  // None left: the group is gone.
+
+const outcomeFiles = [];
+let result = { status: 0, signal: null };
+for (const [index, lane] of lanes.entries()) {
+  if (firstSignal !== undefined) break;
+  const outcomesFile = join(outcomesDir, `outcomes-${index}.jsonl`);
+  outcomeFiles.push(outcomesFile);
+  // A process group of its own (detached), so that a stop reaches every process of the lane: the
+  // test runner, each test file's process and the servers and CLI children the tests start. With
+  // spawnSync, a SIGTERM ended this script alone and left them running, ports and all.
+  child = spawn(
+    process.execPath,
+    [
+      '--import', tsx,
+      '--test', `--test-concurrency=${lane.concurrency}`, `--test-timeout=${fileTimeoutMs}`,
+      `--test-reporter=${visibleReporter}`, '--test-reporter-destination=stdout',
+      `--test-reporter=${pathToFileURL(join(repoRoot, 'scripts/test-outcomes-reporter.mjs')).href}`, `--test-reporter-destination=${outcomesFile}`,
+      ...lane.files,
+    ],
+    { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], env, detached: true },
+  );
+  const laneResult = await new Promise((resolve) => {
+    child.once('error', (err) => resolve({ status: null, signal: null, error: err }));
+    child.once('exit', (status, signal) => resolve({ status, signal }));
+  });
+  if (laneResult.error) console.error(`run-tests: could not start node --test (${lane.name} lane): ${laneResult.error.message}`);
+  // Processes of the lane still alive now were left behind (the children of a file killed on its timeout).
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // None left: the group is gone.
+  }
+  if (result.status === 0) result = laneResult;
 }
 
 let summary;
 try {
-  summary = summarise(readFileSync(outcomesFile, 'utf8').split('\n'), files.length);
+  summary = summarise(outcomeFiles.flatMap((f) => readFileSync(f, 'utf8').split('\n')), files.length);
 } catch (err) {
   summary = { out: [`run-tests: FAILED: no test outcomes recorded (${err.message})`], hasFailures: true };
 } finally {

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /** Splitting a byte stream into bounded lines, as readline (crlfDelay: Infinity) splits it. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

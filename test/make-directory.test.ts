@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * makeDirectory: creates missing parents one at a time and fails fast where
  * Node's recursive mkdir spins for ever (issue #7: `stateDir: /proc/nope`).

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /** Reading operator-named files with a bound: regular files, devices and pipes alike. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// run-tests: in-process
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import bcrypt from 'bcryptjs';

@@ -1,3 +1,4 @@
+// run-tests: in-process
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeRobotsSnapshot, MAX_LISTED_GROUPS, MAX_LISTED_TOKENS } from '../../src/admin/robots-view.js';

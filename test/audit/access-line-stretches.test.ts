@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Differential tests of the access line's cached stretches (src/audit/access-line.ts, line-stretch.ts):
  * the encoder copies the bytes of a stretch of the last line when the new entry's values are the same,

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The bot-labelled metrics: requests by identity, token, verdict and reason,
  * queue wait by token, with tokens bounded to the top N by traffic (the rest

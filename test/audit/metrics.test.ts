@@ -1,3 +1,4 @@
+// run-tests: in-process
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FLEET_FALLBACK_MODES, METRIC_NAME, METRIC_PREFIX, ProxyMetrics, toStatusClass, VERDICTS_BY_REASON } from '../../src/audit/metrics.js';

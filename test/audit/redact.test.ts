@@ -1,3 +1,4 @@
+// run-tests: in-process
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { REDACT_MAX_DEPTH, REDACTED_VALUE, redactSecrets } from '../../src/audit/redact.js';

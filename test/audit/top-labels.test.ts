@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The top-N label bound with plain values: the N heaviest values keep their
  * label after a rebalance, newcomers replace values whose traffic faded, and

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The politeness assertion of the four-host scenarios fails on each kind of
  * pacing fault, on synthetic start times (no clock involved).

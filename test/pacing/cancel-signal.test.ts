@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * CancelSignal: the abort flag the proxy hands the pacer instead of an
  * AbortSignal (issue 11: waiting should be nearly free). The pacer's abort

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The round-robin queue of one origin (issue 8, "Fairness between clients"):
  * service order, removal from anywhere, and the lower bound on the delays ahead

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Pacer.reconfigure: a configuration reload swaps the options in without
  * losing a waiter or an origin's timing (issue #7 item 6).

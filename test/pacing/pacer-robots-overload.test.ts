@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * `Pacer.applyOverload`: an origin whose robots.txt answered 429/503 is paused as by a page's
  * 429/503 (`overload.ts`): Retry-After (delta-seconds, HTTP-date) capped at retryAfterCapMs, else

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Connection caps from the open-file limit (issue 7): `auto` leaves room for
  * the reserve (admin, robots fetches, files) and an upstream socket per

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The request target read without the URL parser (src/proxy/canonical-target.ts, issue 11) gives
  * exactly what `new URL` gives: every target it accepts is one whose WHATWG serialization is the

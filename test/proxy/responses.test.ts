@@ -1,3 +1,4 @@
+// run-tests: in-process
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_RETRY_AFTER_SECONDS, isCertificateError, renderProxyResponse, statusFor, decisionHeaderValue, SHUTDOWN_RETRY_AFTER_SECONDS, toDelaySeconds } from '../../src/proxy/responses.js';

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The origin and the path-plus-query a request is keyed, matched and forwarded by, spelt as
  * `URL` spells them (they are built flat for speed, issue 11: the spelling must not change), but

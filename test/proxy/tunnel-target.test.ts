@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The CONNECT target and how it binds the requests inside the tunnel
  * (issue 7, item 0): one origin, whatever the spelling; another origin or

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Cases on which the compiled reference matcher (github.com/google/robotstxt, built outside the
  * repository for the session-30 differential) disagreed with reference-port.ts or with the

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Conformance with the reference matcher's test vectors, every one of them,
  * read from test/fixtures/conformance (copies of the shared set; see its

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The curated real robots.txt files in test/fixtures/robots (listed, with
  * why each was chosen, in its SOURCES) parse without throwing, and their

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Differential test of the indexed matcher (src/robots/rule-index.ts via
  * `matchRule`) against the slow linear reference in ./reference-matcher.ts.

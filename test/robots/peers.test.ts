@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Other robots.txt implementations' test vectors (test/fixtures/peers, see its
  * SOURCES), run through the engine with the agent read as a User-Agent header.

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /** Property tests: arbitrary bytes and paths never make the engine throw. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

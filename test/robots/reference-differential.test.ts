@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Differential against a port of the reference parser and matcher (reference-port.ts): random
  * robots.txt files built from the lines real files hold (key typos, missing colons, `*` with

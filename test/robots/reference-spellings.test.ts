@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Differential against the reference port where a file and a URL spell one resource many ways
  * (reference-spellings.ts): percent-escapes in either case, escaped unreserved characters,

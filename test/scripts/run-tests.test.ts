@@ -2,7 +2,8 @@
  * scripts/run-tests.mjs (`npm test`) on throwaway test trees: a file that
  * fails to load, one that throws at top level and a suite whose callback
  * throws each fail the run, are counted and named with their reason; a
- * healthy tree passes. SIGTERM or SIGINT to the runner, or SIGTERM to the
+ * healthy tree passes. Files marked in-process run side by side, before the
+ * others, which run one at a time. SIGTERM or SIGINT to the runner, or SIGTERM to the
  * `npm test` that started it, stops the whole run:
  * no test process or server it started is left behind.
  */
@@ -154,6 +155,51 @@ describe('scripts/run-tests.mjs', () => {
     const { status, stdout, stderr } = runTests(testTree({ 'a.test.ts': PASSING, 'b/b.test.ts': PASSING }));
     assert.equal(status, 0, stdout + stderr);
     assert.match(stdout, /run-tests: 2 files, 4 tests: 4 passed, 0 failed, 0 cancelled, 0 skipped, 0 todo; 0 files or suites failed to load or crashed/);
+  });
+
+  it('runs the files marked in-process side by side, first, and every other file after them, alone', { timeout: 120_000 }, () => {
+    const meeting = mkdtempSync(join(tmpdir(), 'run-tests-lanes-'));
+    trees.push(meeting);
+    const at = (name: string) => JSON.stringify(join(meeting, name));
+    // Each waits for the other to have started: one at a time, the first would wait alone and fail.
+    const inProcess = (me: string, other: string) =>
+      [
+        '// run-tests: in-process',
+        "import { it } from 'node:test';",
+        "import { appendFileSync, existsSync, writeFileSync } from 'node:fs';",
+        `it('${me} meets ${other}', async () => {`,
+        `  writeFileSync(${at(`${me}.started`)}, '');`,
+        `  for (let waited = 0; !existsSync(${at(`${other}.started`)}); waited += 20) {`,
+        `    if (waited > 60_000) throw new Error('${me} ran without ${other} beside it');`,
+        '    await new Promise((resolve) => setTimeout(resolve, 20));',
+        '  }',
+        `  appendFileSync(${at('ended')}, '${me}\\n');`,
+        '});',
+      ].join('\n');
+    // Sorted first, yet it runs after the lane; the marker counts on the first line only.
+    const serial = (me: string, firstLine: string) =>
+      [
+        firstLine,
+        "import { it } from 'node:test';",
+        "import assert from 'node:assert/strict';",
+        "import { appendFileSync, readFileSync } from 'node:fs';",
+        `it('${me} runs after the in-process lane, alone', () => {`,
+        `  const ended = readFileSync(${at('ended')}, 'utf8').split('\\n').filter(Boolean);`,
+        "  assert.deepEqual(ended.slice(0, 2).sort(), ['p', 'q']);",
+        `  appendFileSync(${at('ended')}, '${me}\\n');`,
+        '});',
+      ].join('\n');
+    const { status, stdout, stderr } = runTests(
+      testTree({
+        'a-serial.test.ts': serial('a', '// an ordinary file'),
+        'b-serial.test.ts': serial('b', '// not first: the marker below does not count\n// run-tests: in-process'),
+        'lane/p.test.ts': inProcess('p', 'q'),
+        'lane/q.test.ts': inProcess('q', 'p'),
+      }),
+    );
+    assert.equal(status, 0, stdout + stderr);
+    assert.match(stdout, /run-tests: 4 files, 4 tests: 4 passed, 0 failed, 0 cancelled, 0 skipped, 0 todo; 0 files or suites failed to load or crashed/);
+    assert.deepEqual(readFileSync(join(meeting, 'ended'), 'utf8').split('\n').slice(2), ['a', 'b', ''], 'the serial files one after the other, in order');
   });
 
   it('fails when there is no test file', () => {

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The stored form of a robots snapshot (issue 10): the entry and its body
  * round-trip, the file parsed again from the same bytes; large records are

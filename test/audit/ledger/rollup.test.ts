@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * The ledger's in-memory aggregation, with plain values: what one request adds
  * to its cell, and the bounds that keep memory flat (keys per minute, pending

@@ -1,3 +1,4 @@
+// run-tests: in-process
 /**
  * Reading a report query with plain values: presets, durations, custom ranges,
  * filters and limits; every bad value is refused with a message, never thrown.
