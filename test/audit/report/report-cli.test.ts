@@ -85,10 +85,12 @@ describe('robots-proxy report', () => {
     const second = join(dir, 'instance-b.log');
     writeFileSync(first, `${logLines.slice(0, half).join('\n')}\n`);
     writeFileSync(second, `${logLines.slice(half).join('\n')}\nthis line is not JSON\n`);
-    const fromLogs = await runCli(['report', '--from-logs', first, second, '--since', '1h', '--json']);
+    const [fromLogs, fromLedger] = await Promise.all([
+      runCli(['report', '--from-logs', first, second, '--since', '1h', '--json']),
+      runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json']),
+    ]);
     assert.equal(fromLogs.code, 0, fromLogs.stderr);
     assert.match(fromLogs.stderr, /read 9 access lines and 2 robots\.txt fetches from 2 file\(s\).*1 unreadable \(first: .*instance-b\.log:\d+\)/);
-    const fromLedger = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json']);
     assert.equal(fromLedger.code, 0, fromLedger.stderr);
     const a = JSON.parse(fromLogs.stdout) as Report;
     const b = JSON.parse(fromLedger.stdout) as Report;
@@ -124,31 +126,38 @@ describe('robots-proxy report', () => {
     };
     const port = new URL(origin.url).port;
     // Before: an exact comparison, so every spelling but the first was an empty report.
-    for (const filter of [origin.url, `${origin.url}/`, `HTTP://127.0.0.1:${port}`, `http://[::ffff:127.0.0.1]:${port}/`]) assert.equal(await requestsFor(filter), 7, filter);
+    // Independent runs, so side by side (each its own process): the file's wall time, not what is proved.
+    const filters = [origin.url, `${origin.url}/`, `HTTP://127.0.0.1:${port}`, `http://[::ffff:127.0.0.1]:${port}/`];
+    const byFilter = await Promise.all(filters.map(requestsFor));
+    filters.forEach((filter, i) => assert.equal(byFilter[i], 7, filter));
     // A product token in any case (RFC 9309 §2.2.1): the ledger keeps the User-Agent's spelling, GPTBot.
     const tokenRequests = async (token: string) => {
       const r = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--json', '--token', token]);
       assert.equal(r.code, 0, r.stderr);
       return (JSON.parse(r.stdout) as Report).tables['summary']!.rows[0]!['requests'];
     };
-    assert.deepEqual([await tokenRequests('GPTBot'), await tokenRequests('gptbot'), await tokenRequests('GPTBOT')], [5, 5, 5]);
-    const withPath = await runCli(['report', '--ledger', ledgerPath, '--origin', `${origin.url}/private/`]);
+    const [tokens, withPath] = await Promise.all([
+      Promise.all(['GPTBot', 'gptbot', 'GPTBOT'].map(tokenRequests)),
+      runCli(['report', '--ledger', ledgerPath, '--origin', `${origin.url}/private/`]),
+    ]);
+    assert.deepEqual(tokens, [5, 5, 5]);
     assert.equal(withPath.code, 2);
     assert.match(withPath.stderr, /report: origin must be scheme:\/\/host\[:port\] without a path or query/);
   });
 
   it('names --out and why when the report cannot be written there (Node\'s "ENOENT: no such file or directory, open ..." before)', async () => {
-    const noDir = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', join(dir, 'no-such-dir', 'r.html')]);
+    const [noDir, isDir] = await Promise.all([
+      runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', join(dir, 'no-such-dir', 'r.html')]),
+      runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', dir]),
+    ]);
     assert.deepEqual({ code: noDir.code, stderr: noDir.stderr }, { code: 1, stderr: `robots-proxy: report: cannot write --out ${join(dir, 'no-such-dir', 'r.html')}: ENOENT (its directory does not exist)\n` });
-    const isDir = await runCli(['report', '--ledger', ledgerPath, '--since', '1h', '--out', dir]);
     assert.deepEqual({ code: isDir.code, stderr: isDir.stderr }, { code: 1, stderr: `robots-proxy: report: cannot write --out ${dir}: EISDIR (it is a directory; name a file)\n` });
   });
 
   it('refuses a bad --since and a missing ledger with a clear message', async () => {
-    const bad = await runCli(['report', '--ledger', ledgerPath, '--since', 'last week']);
+    const [bad, missing] = await Promise.all([runCli(['report', '--ledger', ledgerPath, '--since', 'last week']), runCli(['report', '--ledger', join(dir, 'nope.sqlite')])]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--since must be 1h, 24h, 7d, 30d/);
-    const missing = await runCli(['report', '--ledger', join(dir, 'nope.sqlite')]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /cannot open the ledger .*nope\.sqlite/);
     assert.match(missing.stderr, /run `robots-proxy serve` with the same config, or name the file with --ledger/, 'it says how the file comes to exist');
@@ -176,21 +185,23 @@ describe('robots-proxy report', () => {
 
   it('refuses --from/--to in seconds since the epoch, saying how it read them and what to write ("the range is longer than 3650 days" before)', async () => {
     const forms = 'it takes ISO-8601 (e.g. 2026-01-01T00:00:00Z) or ms since the epoch (13 digits, e.g. 1767225600000)';
-    const fromSeconds = await runCli(['report', '--ledger', ledgerPath, '--from', '1733200000']);
+    const [fromSeconds, bothSeconds, toSeconds, word, ms] = await Promise.all([
+      runCli(['report', '--ledger', ledgerPath, '--from', '1733200000']),
+      runCli(['report', '--ledger', ledgerPath, '--from', '1733200000', '--to', '1733286400', '--json']),
+      runCli(['report', '--ledger', ledgerPath, '--from', '2024-12-03T00:00:00Z', '--to', '1733286400']),
+      runCli(['report', '--ledger', ledgerPath, '--from', 'yesterday']),
+      runCli(['report', '--ledger', ledgerPath, '--from', String(Date.now() - 3_600_000), '--json']),
+    ]);
     assert.deepEqual(
       { code: fromSeconds.code, stderr: fromSeconds.stderr },
       { code: 2, stderr: `robots-proxy: report: --from 1733200000 reads as ms since the epoch, 1970-01-21T01:26:40.000Z: too early for a report; if 1733200000 is seconds since the epoch, write 1733200000000 or 2024-12-03T04:26:40.000Z; ${forms}\n` },
     );
     // Both in seconds: a day of 1970, an empty report without a word, before.
-    const bothSeconds = await runCli(['report', '--ledger', ledgerPath, '--from', '1733200000', '--to', '1733286400', '--json']);
     assert.equal(bothSeconds.code, 2, bothSeconds.stdout.slice(0, 200));
-    const toSeconds = await runCli(['report', '--ledger', ledgerPath, '--from', '2024-12-03T00:00:00Z', '--to', '1733286400']);
     assert.equal(toSeconds.code, 2);
     assert.match(toSeconds.stderr, /^robots-proxy: report: --to 1733286400 reads as ms since the epoch, 1970-01-21T01:28:06\.400Z: .*write 1733286400000 or 2024-12-04T04:26:40\.000Z; it takes ISO-8601/);
-    const word = await runCli(['report', '--ledger', ledgerPath, '--from', 'yesterday']);
     assert.deepEqual({ code: word.code, stderr: word.stderr }, { code: 2, stderr: `robots-proxy: report: --from must be ISO-8601 (e.g. 2026-01-01T00:00:00Z) or ms since the epoch (13 digits, e.g. 1767225600000), got "yesterday"\n` });
     // Milliseconds still work.
-    const ms = await runCli(['report', '--ledger', ledgerPath, '--from', String(Date.now() - 3_600_000), '--json']);
     assert.equal(ms.code, 0, ms.stderr);
   });
 
@@ -209,9 +220,7 @@ describe('robots-proxy report', () => {
       [['report', '--ledger', 'a.sqlite', '--ledger', 'b.sqlite'], 'robots-proxy: report: option --ledger given twice ("a.sqlite", "b.sqlite"); it takes one value; run "robots-proxy report --help"\n'],
       [['report', '-o', 'a.html', '--out=b.html'], 'robots-proxy: report: option --out given twice ("a.html", "b.html"); it takes one value; run "robots-proxy report --help"\n'],
     ];
-    for (const [args, stderr] of cases) {
-      const r = await runCli(args);
-      assert.deepEqual({ code: r.code, stderr: r.stderr }, { code: 2, stderr }, args.join(' '));
-    }
+    const runs = await Promise.all(cases.map(([args]) => runCli(args)));
+    cases.forEach(([args, stderr], i) => assert.deepEqual({ code: runs[i]!.code, stderr: runs[i]!.stderr }, { code: 2, stderr }, args.join(' ')));
   });
 });
