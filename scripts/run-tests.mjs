@@ -23,10 +23,17 @@
 // time measured) is in the in-process lane: those files run first, up to IN_PROCESS_CONCURRENCY at
 // a time (at least 2: the start-up of a file under tsx is mostly waiting, not CPU). Every other file
 // runs after them, one at a time, with nothing beside it.
+//
+// Run on this repository (not --root), it first brings the build up to date (`tsc -b`, what
+// `npm run build` does; a second or so when nothing changed) and, when that succeeds, tells the
+// test files (ROBOTS_PROXY_TEST_BUILT_CLI=1) that the `robots-proxy` children they start may run
+// dist/cli.js instead of src/cli.ts under tsx (test/helpers/cli.ts): tsx's start-up, paid by
+// every such child, was a large part of the run. When the build fails, they run src/ under tsx.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, constants, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -112,6 +119,13 @@ const tsx = import.meta.resolve('tsx');
 const env = { ...process.env };
 // Set when this runs inside a node:test file (the runner's own test): the child would report to that parent instead.
 delete env.NODE_TEST_CONTEXT;
+delete env.ROBOTS_PROXY_TEST_BUILT_CLI;
+if (root === repoRoot) {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const build = spawnSync(process.execPath, [tsc, '-b', 'tsconfig.json'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (build.status === 0) env.ROBOTS_PROXY_TEST_BUILT_CLI = '1';
+  else console.error(`run-tests: tsc -b failed (${build.error?.message ?? `exit ${build.status ?? build.signal}`}): the robots-proxy children of the tests run src/cli.ts under tsx`);
+}
 const inProcessFiles = files.filter((f) => isInProcess(join(root, f)));
 const serialFiles = files.filter((f) => !inProcessFiles.includes(f));
 const lanes = [

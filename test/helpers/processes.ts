@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { after } from 'node:test';
+import { CLI_NODE_ARGS } from './cli.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -176,7 +177,7 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
   const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-e2e-'));
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, yaml.replaceAll('$STATE', join(dir, 'state')));
-  const args = ['--import', 'tsx', join(root, 'src/cli.ts'), 'serve', '--config', configPath];
+  const args = [...CLI_NODE_ARGS, 'serve', '--config', configPath];
   const child = track(
     options.openFileLimit === undefined
       ? spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
