@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { CLI_NODE_ARGS, runCli, type CliRun } from '../helpers/cli.js';
+import { cliNodeArgs, runCli, type CliRun } from '../helpers/cli.js';
 import { longLineThen } from '../helpers/long-line.js';
 import { CONFORMANCE_FIXTURES_DIR, MATCH_VECTORS_FILE, expectedVerdict, readVectors, type MatchCase } from '../robots/conformance-vectors.js';
 
@@ -206,7 +206,7 @@ describe('robots-proxy check', () => {
 
   it('--jsonl whose reader goes away (| head -1) stops quietly: no EPIPE crash, no stack trace', async () => {
     const line = JSON.stringify({ robots: 'User-agent: *\nDisallow: /x\n', url: 'https://a.example/x', token: 'A' }) + '\n';
-    const child = spawn(process.execPath, [...CLI_NODE_ARGS, 'check', '--jsonl'], {
+    const child = spawn(process.execPath, [...cliNodeArgs(), 'check', '--jsonl'], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stderr = '';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI_NODE_ARGS } from '../helpers/cli.js';
+import { cliNodeArgs } from '../helpers/cli.js';
 import { startProxyProcess } from '../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -22,7 +22,7 @@ function serveUntilExit(yaml: string): Promise<{ code: number | null; stdout: st
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, yaml);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI_NODE_ARGS, 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...cliNodeArgs(), 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -97,7 +97,7 @@ describe('robots-proxy serve', () => {
     const dir = mkdtempSync(join(tmpdir(), 'robots-serve-'));
     const configPath = join(dir, 'config.yaml');
     writeFileSync(configPath, `listen: { host: 127.0.0.1, port: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nstateDir: ${join(dir, 'state')}\n`);
-    const child = spawn(process.execPath, [...CLI_NODE_ARGS, 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...cliNodeArgs(), 'serve', '--config', configPath], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       let stdout = '';
       let stderr = '';

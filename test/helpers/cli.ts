@@ -10,8 +10,6 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-/** tsx by absolute URL, so the CLI also runs from a working directory outside the repository. */
-const tsx = import.meta.resolve('tsx');
 
 /**
  * The environment variable scripts/run-tests.mjs sets once `tsc -b` has built src/ into dist/
@@ -23,9 +21,14 @@ export const BUILT_CLI_ENV = 'ROBOTS_PROXY_TEST_BUILT_CLI';
 /**
  * The `node` arguments that run `robots-proxy` (the command's own arguments follow): dist/cli.js
  * when {@link BUILT_CLI_ENV} is `1`, else `--import tsx src/cli.ts` (a test file run on its own).
+ * @param tsx how `--import` names tsx. @default its absolute URL, so the CLI also runs from a
+ *   working directory outside the repository (resolved here, on call: a module that tsx loads as
+ *   CommonJS, from a test tree outside the repository, has no `import.meta.resolve`).
  */
-export const CLI_NODE_ARGS: readonly string[] =
-  process.env[BUILT_CLI_ENV] === '1' ? [join(root, 'dist/cli.js')] : ['--import', tsx, join(root, 'src/cli.ts')];
+export function cliNodeArgs(tsx?: string): string[] {
+  if (process.env[BUILT_CLI_ENV] === '1') return [join(root, 'dist/cli.js')];
+  return ['--import', tsx ?? import.meta.resolve('tsx'), join(root, 'src/cli.ts')];
+}
 
 /** What a finished run printed and how it exited (-1: killed by a signal). */
 export interface CliRun {
@@ -43,7 +46,7 @@ export interface CliRun {
 export function runCli(args: string[], options: { stdin?: string | Buffer | Readable; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   const env: NodeJS.ProcessEnv = { ...process.env, ROBOTS_PROXY_CONFIG: undefined, ...options.env };
   if (env['ROBOTS_PROXY_CONFIG'] === undefined) delete env['ROBOTS_PROXY_CONFIG'];
-  return runNode([...CLI_NODE_ARGS, ...args], { ...options, env });
+  return runNode([...cliNodeArgs(), ...args], { ...options, env });
 }
 
 /**

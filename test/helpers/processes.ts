@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { after } from 'node:test';
-import { CLI_NODE_ARGS } from './cli.js';
+import { cliNodeArgs } from './cli.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -177,7 +177,8 @@ export async function startProxyProcess(yaml: string, options: { openFileLimit?:
   const dir = mkdtempSync(join(tmpdir(), 'robots-proxy-e2e-'));
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, yaml.replaceAll('$STATE', join(dir, 'state')));
-  const args = [...CLI_NODE_ARGS, 'serve', '--config', configPath];
+  // tsx by name: the child runs in the repository (cwd), wherever this module was loaded from.
+  const args = [...cliNodeArgs('tsx'), 'serve', '--config', configPath];
   const child = track(
     options.openFileLimit === undefined
       ? spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })

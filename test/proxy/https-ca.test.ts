@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI_NODE_ARGS } from '../helpers/cli.js';
+import { cliNodeArgs } from '../helpers/cli.js';
 import { startTestProxy } from '../helpers/harness.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -18,7 +18,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 /** Runs `robots-proxy ca --config <configPath>` as a child process. */
 function runCaCommand(configPath: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...CLI_NODE_ARGS, 'ca', '--config', configPath], { cwd: root, timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...cliNodeArgs(), 'ca', '--config', configPath], { cwd: root, timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ exitCode: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
   });
