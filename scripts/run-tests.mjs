@@ -2,8 +2,9 @@
 // Runs every test/**/*.test.ts with node:test under tsx.
 //   node scripts/run-tests.mjs [--root DIR] [SUBSTRING...]
 // Node 20 does not expand quoted globs and passes with 0 tests when given none,
-// so we list the files ourselves and fail when there are none. Files run one at a time:
-// several end-to-end tests measure request spacing, which a neighbour loading the CPU would blur.
+// so we list the files ourselves and fail when there are none. Files run one at a time, but for
+// the in-process lane below: several end-to-end tests measure request spacing, which a neighbour
+// loading the CPU would blur.
 //
 // A test file that fails to load (import error, throw at top level) or whose process crashes,
 // and a describe() whose callback or hook throws, fail the run and are counted: node:test's own
@@ -21,7 +22,7 @@
 // Two lanes, one after the other, never side by side. A file whose first line is exactly
 // `// run-tests: in-process` (pure code in its own process: no server, no child process, no real
 // time measured) is in the in-process lane: those files run first, up to IN_PROCESS_CONCURRENCY at
-// a time (at least 2: the start-up of a file under tsx is mostly waiting, not CPU). Every other file
+// a time (at least 2, on one core too: these files claim nothing about time). Every other file
 // runs after them, one at a time, with nothing beside it.
 //
 // Run on this repository (not --root), it first brings the build up to date (`tsc -b`, what
