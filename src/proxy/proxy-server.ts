@@ -21,8 +21,7 @@ import { missingHostDetail, parseProxyTarget, type TargetUrl } from './proxy-tar
 import { connectionPortOf } from './canonical-target.js';
 import { ConnectionTracker } from './connection-drain.js';
 import { acceptWithStableSocketOptions } from './socket-accept.js';
-import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
-import { contentRefusal, contentWithoutMeaningOf } from './request-content.js';
+import { framingRefusalOf } from './request-content.js';
 import type { RequestPipeline } from './pipeline.js';
 import type { ConnectHandler } from './connect.js';
 import type { UpgradeRelay } from './upgrade.js';
@@ -154,12 +153,9 @@ export class ProxyServer {
       const decision = decideWithoutRobots('bad-request', { origin: target.origin, detail: 'the target is this proxy itself (forwarding loop)' });
       return refuseRequest(this.deps, req, res, decision, 'http');
     }
-    // A body in a transfer coding other than chunked cannot be forwarded (RFC 9112 §6.1): 501, before robots.txt or pacing.
-    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
-    if (codings !== undefined) return refuseRequest(this.deps, req, res, transferCodingRefusal(target, codings), 'http');
-    // Content on a GET, HEAD, DELETE or TRACE: 400, since an origin that reads none would take it as a request (request-content.ts).
-    const contentMethod = contentWithoutMeaningOf(req.method, req.headers['content-length'], req.headers['transfer-encoding']);
-    if (contentMethod !== undefined) return refuseRequest(this.deps, req, res, contentRefusal(target, contentMethod), 'http');
+    // A transfer coding other than chunked (501), or content on a GET, HEAD, DELETE or TRACE (400): request-content.ts.
+    const framing = framingRefusalOf(req, target);
+    if (framing !== undefined) return refuseRequest(this.deps, req, res, framing, 'http');
     void this.deps.pipeline.handle({ req, res, target, via: 'http', boundary: this.boundary });
   }
 

@@ -10,10 +10,12 @@
  * or pacing, on plain HTTP, inside CONNECT tunnels and for an Upgrade. `Content-Length: 0` is no
  * content and passes. Pure.
  */
+import type { IncomingMessage } from 'node:http';
 import { decideWithoutRobots } from '../policy/decide.js';
 import type { Decision } from '../policy/decision.js';
 import { pathAndQueryOf } from './target-origin.js';
 import type { TargetUrl } from './canonical-target.js';
+import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
 
 /**
  * The method of a request that carries content its method defines no meaning for (see the
@@ -41,4 +43,19 @@ export function contentRefusal(target: TargetUrl, method: string): Decision {
     path: pathAndQueryOf(target),
     detail: `a ${method} request with content (Content-Length or Transfer-Encoding) is not forwarded: ${method} defines no content, and an origin that reads none would take it as another request (RFC 9110 §9.3); send it without content`,
   });
+}
+
+/**
+ * The refusal of a request whose framing the proxy will not forward, checked in this order
+ * before admission, robots.txt or pacing (plain HTTP, inside CONNECT tunnels, and Upgrades): a
+ * transfer coding other than `chunked` (501, transfer-coding.ts, RFC 9112 §6.1), then content on a
+ * method that defines none (400, {@link contentRefusal}). Undefined when the request may go on.
+ * Pure; never throws.
+ */
+export function framingRefusalOf(req: Pick<IncomingMessage, 'method' | 'headers'>, target: TargetUrl): Decision | undefined {
+  const transferEncoding = req.headers['transfer-encoding'];
+  const codings = unimplementedCodingsOf(transferEncoding);
+  if (codings !== undefined) return transferCodingRefusal(target, codings);
+  const method = contentWithoutMeaningOf(req.method, req.headers['content-length'], transferEncoding);
+  return method === undefined ? undefined : contentRefusal(target, method);
 }

@@ -19,8 +19,7 @@ import type { RequestPipeline } from './pipeline.js';
 import { missingHostDetail } from './proxy-target.js';
 import { isTunnelRefusal, resolveTunnelRequest, tunnelOrigin, type TunnelScheme, type TunnelTarget } from './tunnel-target.js';
 import { ConnectionTracker } from './connection-drain.js';
-import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
-import { contentRefusal, contentWithoutMeaningOf } from './request-content.js';
+import { framingRefusalOf } from './request-content.js';
 import type { UpgradeRelay } from './upgrade.js';
 import type { AdmittedClient } from '../access/access-control.js';
 import type { TargetUrl } from './canonical-target.js';
@@ -146,12 +145,9 @@ export class TunnelRequestServer {
     const via = viaOf(session);
     const bound = this.bind(req, session);
     if (isRefusal(bound)) return refuseRequest(this.deps, req, res, bound, via);
-    // A body in a transfer coding other than chunked cannot be forwarded (RFC 9112 §6.1): 501, before robots.txt or pacing.
-    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
-    if (codings !== undefined) return refuseRequest(this.deps, req, res, transferCodingRefusal(bound, codings), via);
-    // Content on a GET, HEAD, DELETE or TRACE: 400, since an origin that reads none would take it as a request (request-content.ts).
-    const contentMethod = contentWithoutMeaningOf(req.method, req.headers['content-length'], req.headers['transfer-encoding']);
-    if (contentMethod !== undefined) return refuseRequest(this.deps, req, res, contentRefusal(bound, contentMethod), via);
+    // A transfer coding other than chunked (501), or content on a GET, HEAD, DELETE or TRACE (400): request-content.ts.
+    const framing = framingRefusalOf(req, bound);
+    if (framing !== undefined) return refuseRequest(this.deps, req, res, framing, via);
     const boundary = this.boundaries[via];
     void this.deps.pipeline.handle(session.admitted ? { req, res, target: bound, via, tunnel: session.admitted, boundary } : { req, res, target: bound, via, boundary });
   }

@@ -14,8 +14,7 @@ import httpProxy from 'http-proxy';
 import type { Clock } from '../clock.js';
 import type { Decision } from '../policy/decision.js';
 import { decideWithoutRobots } from '../policy/decide.js';
-import { transferCodingRefusal, unimplementedCodingsOf } from './transfer-coding.js';
-import { contentRefusal, contentWithoutMeaningOf } from './request-content.js';
+import { framingRefusalOf } from './request-content.js';
 import { outgoingUserAgent } from '../policy/identity.js';
 import type { AdmittedClient } from '../access/access-control.js';
 import { CancelSignal } from '../pacing/index.js';
@@ -198,13 +197,10 @@ export class UpgradeRelay {
     if (unrelayable !== undefined) {
       return this.refuse(req, socket, decideWithoutRobots('bad-request', { origin: target.origin, detail: unrelayable }), { via, startedAtMs, url: target.href });
     }
-    // An Upgrade is a request like any other until its 101: a body in a transfer coding other than
-    // chunked cannot be forwarded (RFC 9112 §6.1), 501 as on a plain request (transfer-coding.ts).
-    const codings = unimplementedCodingsOf(req.headers['transfer-encoding']);
-    if (codings !== undefined) return this.refuse(req, socket, transferCodingRefusal(target, codings), { via, startedAtMs, url: target.href });
-    // An Upgrade is a GET: content on it is refused as on a plain GET (request-content.ts).
-    const contentMethod = contentWithoutMeaningOf(req.method, req.headers['content-length'], req.headers['transfer-encoding']);
-    if (contentMethod !== undefined) return this.refuse(req, socket, contentRefusal(target, contentMethod), { via, startedAtMs, url: target.href });
+    // An Upgrade is a request like any other until its 101 (and a GET): a transfer coding other than
+    // chunked is 501, content is 400, as on a plain request (request-content.ts).
+    const framing = framingRefusalOf(req, target);
+    if (framing !== undefined) return this.refuse(req, socket, framing, { via, startedAtMs, url: target.href });
     const pipeline = this.pipeline;
     if (!pipeline) return void socket.destroy();
     const admitted = await pipeline.admit(req, { origin: target.origin, ...(tunnel ? { tunnel } : {}) });
